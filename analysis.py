@@ -1,0 +1,77 @@
+"""Majority-vote labels, inter-rater agreement and the human upper bound.
+
+    uv run analysis.py --annotations-root annotations --output-root analysis_outputs
+
+For each subset, reads annotations/<subset>/{annotations.csv, users.csv[, flags.csv]} and
+writes to analysis_outputs/<subset>/: benchmark_labels.csv (one row per item: majority vote,
+vote counts, bucket), the slice tables, incomplete_items.csv, summary.json (agreement: Cohen,
+Fleiss, Krippendorff; the human ceiling, pairwise and leave-one-out, with bootstrap intervals)
+and report.md; plus the combined analysis_outputs/report.md. Outputs are computed in full
+before anything is written, and each file is replaced atomically.
+"""
+
+import argparse
+from pathlib import Path
+
+from emolia_bench.agreement import BOOTSTRAP_DRAWS, BOOTSTRAP_SEED
+from emolia_bench.cli import run
+from emolia_bench.io import (
+    csv_bytes,
+    json_bytes,
+    load_annotations,
+    load_flags,
+    load_users,
+    write_outputs,
+)
+from emolia_bench.subsets import SUBSETS, resolve_subsets
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--annotations-root", type=Path, default=Path("annotations"),
+                        help="folder with one anonymized export folder per subset (default: annotations)")
+    parser.add_argument("--output-root", type=Path, default=Path("analysis_outputs"),
+                        help="where results are written (default: analysis_outputs)")
+    parser.add_argument("--subsets", nargs="+", default=["both"], choices=[*SUBSETS, "both"],
+                        help="subsets to analyse (default: both; a subset whose folder is absent is an error)")
+    parser.add_argument("--bootstrap-draws", type=int, default=BOOTSTRAP_DRAWS,
+                        help=f"bootstrap resamples for the ceiling intervals (default: {BOOTSTRAP_DRAWS}, minimum 1000)")
+    parser.add_argument("--seed", type=int, default=BOOTSTRAP_SEED, help=f"bootstrap seed (default: {BOOTSTRAP_SEED})")
+    args = parser.parse_args()
+    if args.bootstrap_draws < 1000:
+        parser.error("--bootstrap-draws must be at least 1000")
+
+    # Heavy imports after argument parsing, so --help is instant.
+    from emolia_bench.analysis import analyze_subset
+    from emolia_bench.reports import analysis_report, subset_section
+
+    results = []
+    for subset in resolve_subsets(args.subsets):
+        folder = args.annotations_root / subset.name
+        annotations = load_annotations(folder / "annotations.csv", subset)
+        users = load_users(folder / "users.csv")
+        flags = load_flags(folder / "flags.csv", subset) if subset.has_flags else None
+        results.append(analyze_subset(subset, annotations, users, flags, seed=args.seed, draws=args.bootstrap_draws))
+
+    outputs = {}
+    for r in results:
+        name = r.subset.name
+        outputs[f"{name}/benchmark_labels.csv"] = csv_bytes(r.labels)
+        for file, table in r.tables.items():
+            outputs[f"{name}/{file}"] = csv_bytes(table)
+        outputs[f"{name}/incomplete_items.csv"] = csv_bytes(r.incomplete)
+        outputs[f"{name}/summary.json"] = json_bytes(r.summary)
+        outputs[f"{name}/report.md"] = subset_section(r, level=1).encode()
+    outputs["report.md"] = analysis_report(results).encode()
+    write_outputs(args.output_root, outputs)
+
+    for r in results:
+        s, ag = r.summary, r.summary["agreement"]
+        print(f"{r.subset.name}: {s['items_total']} items ({s['items_complete']} complete), "
+              f"human pairwise acc {ag['human_pairwise_accuracy'] or float('nan'):.3f}, "
+              f"LOO acc {ag['human_loo_accuracy'] or float('nan'):.3f} -> {args.output_root / r.subset.name}")
+    return 0
+
+
+if __name__ == "__main__":
+    run(main)

@@ -1,0 +1,46 @@
+"""Anonymize raw annotator exports: every username becomes a stable ``user_<i>`` id.
+
+    uv run anonymize.py --raw-root annotations_raw --out-root annotations
+
+Reads annotations_raw/<subset>/{annotations.csv, users.csv[, flags.csv]} and writes the same
+files to annotations/<subset>/ with only the usernames replaced (rows and other columns
+unchanged). The raw -> anonymous map lives next to the raw files, in
+annotations_raw/<subset>/_anon_map.csv, and is honoured on every later run: an annotator keeps
+the same id forever and new annotators get the next free ids. If a raw name would appear
+anywhere in the output (free-text flag reasons included) nothing is written and the run stops
+with exit code 2.
+"""
+
+import argparse
+from pathlib import Path
+
+from emolia_bench.anonymize import MAP_FILE, anonymize_subset
+from emolia_bench.cli import run
+from emolia_bench.io import csv_bytes, write_outputs
+from emolia_bench.subsets import SUBSETS, resolve_subsets
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--raw-root", type=Path, default=Path("annotations_raw"),
+                        help="folder with one raw export folder per subset (default: annotations_raw)")
+    parser.add_argument("--out-root", type=Path, default=Path("annotations"),
+                        help="where the anonymized folders are written (default: annotations)")
+    parser.add_argument("--subsets", nargs="+", default=["both"], choices=[*SUBSETS, "both"],
+                        help="subsets to process (default: both)")
+    args = parser.parse_args()
+
+    # Compute every subset first: a failure in any of them leaves all outputs and maps untouched.
+    results = [anonymize_subset(args.raw_root / s.name, s) for s in resolve_subsets(args.subsets)]
+
+    for r in results:
+        write_outputs(args.out_root / r.subset.name, r.files)
+        write_outputs(args.raw_root / r.subset.name, {MAP_FILE: csv_bytes(r.mapping)})
+        c = r.counts
+        print(f"{r.subset.name}: {c['annotations']} annotations, {c['users']} users, {c['flags']} flags, "
+              f"{c['annotators']} annotators ({c['new_ids']} new ids) -> {args.out_root / r.subset.name}")
+    return 0
+
+
+if __name__ == "__main__":
+    run(main)

@@ -1,0 +1,110 @@
+"""One subset's analysis: labels, slice tables, agreement and summary.json (SPEC §3)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from . import agreement as ag
+from .labels import (
+    benchmark_labels,
+    clean_annotations,
+    incomplete_items,
+    item_table,
+    slice_table,
+    unmatched_flags,
+)
+from .subsets import Subset
+
+HUMAN_ALIASES = (
+    ("human_upper_bound_binary", "pairwise_exact_binary"),
+    ("human_accuracy_binary", "human_pairwise_accuracy"),
+    ("human_balanced_accuracy_binary", "human_pairwise_balanced_accuracy"),
+    ("human_loo_accuracy_binary", "human_loo_accuracy"),
+    ("human_loo_balanced_accuracy_binary", "human_loo_balanced_accuracy"),
+    ("human_loo_n_annotations", "human_loo_n_annotations"),
+)
+
+
+@dataclass
+class SubsetAnalysis:
+    subset: Subset
+    labels: pd.DataFrame
+    tables: dict[str, pd.DataFrame]  # file name -> slice table
+    incomplete: pd.DataFrame
+    summary: dict
+    users: pd.DataFrame
+    flags: pd.DataFrame | None = None
+    unmatched: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+
+def flag_records(flags: pd.DataFrame | None) -> list[dict]:
+    """flags.csv as records, each column typed as a CSV reader would infer it.
+
+    Upstream reads flags.csv with pandas, so an all-integer column (``level`` of numeric
+    dimensions) is written as JSON numbers; the worked example requires exactly that. Empty
+    cells become null.
+    """
+    if flags is None or len(flags) == 0:
+        return []
+    cols = {}
+    for c in flags.columns:
+        s = flags[c]
+        if s.str.fullmatch(r"[+-]?\d+").all():
+            cols[c] = [int(v) for v in s]
+        else:
+            cols[c] = [v if v != "" else None for v in s]
+    return [dict(zip(cols, vals, strict=True)) for vals in zip(*cols.values(), strict=True)]
+
+
+def analyze_subset(subset: Subset, ann: pd.DataFrame, users: pd.DataFrame, flags: pd.DataFrame | None,
+                   seed: int = ag.BOOTSTRAP_SEED, draws: int = ag.BOOTSTRAP_DRAWS) -> SubsetAnalysis:
+    clean = clean_annotations(ann, subset)
+    items = item_table(clean, subset, flags)
+    labels = benchmark_labels(items, subset)
+    tables = {t.file: slice_table(labels, t) for t in subset.slice_tables}
+
+    raters = sorted(clean["username"].unique())
+    votes = pd.DataFrame({
+        "item": clean["item"].to_numpy(),
+        "rater": pd.Categorical(clean["username"], categories=raters).codes.astype(np.int64),
+        "binary": clean["binary"].to_numpy(),
+        "value": clean["value"].to_numpy(),
+    })
+    agreement = ag.human_agreement(votes, raters, subset.ordinal, len(subset.scale), seed, draws)
+    augmented = ag.augmented_agreement(votes, items)
+
+    n = items["n_raters"]
+    s: dict = {
+        "subset": subset.name,
+        "rating_scale": list(subset.scale),
+        "rows_raw": int(len(ann)),
+        "rows_deduplicated": int(len(clean)),
+        "items_total": int(len(items)),
+        "items_complete": int((n == 3).sum()),
+        "items_incomplete": int((n != 3).sum()),
+    }
+    if subset.has_flags:
+        s["items_flagged"] = int(items["flagged"].sum())
+    s["rater_coverage"] = {str(k): int(v) for k, v in n.value_counts().sort_index().items()}
+    s["annotators"] = users["username"].tolist()
+    s["agreement"] = agreement
+    s["augmented_agreement"] = augmented
+    for key, column in subset.summary_rates:
+        s[key] = float(labels[column].mean()) if len(labels) else None
+    for key, file, rows in subset.summary_tables:
+        t = tables[file]
+        t = t.head(5) if rows == "first5" else t.tail(5) if rows == "last5" else t
+        s[key] = t.to_dict(orient="records")
+    unmatched = unmatched_flags(items, flags, subset) if subset.has_flags else pd.DataFrame()
+    if subset.has_flags:
+        s["flags"] = flag_records(flags)
+        s["flags_unmatched"] = flag_records(unmatched)
+    for alias, key in HUMAN_ALIASES:
+        s[alias] = agreement[key]
+    s["bootstrap"] = {"seed": seed, "draws": draws, "unit": "item", "interval": "percentile 95%"}
+    return SubsetAnalysis(subset, labels, tables, incomplete_items(items, subset), s, users, flags, unmatched)
+
+

@@ -1,0 +1,126 @@
+"""Replace annotator names by stable ``user_<i>`` ids (SPEC §2)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from .io import InputError, csv_bytes, load_annotations, load_flags, load_users, read_csv_strings
+from .subsets import Subset
+
+MAP_FILE = "_anon_map.csv"
+ANON_RE = re.compile(r"user_(\d+)")
+
+
+@dataclass
+class AnonymizedSubset:
+    subset: Subset
+    files: dict[str, bytes]  # output file name -> bytes
+    mapping: pd.DataFrame  # raw_username, anon_username (the whole map, old and new)
+    counts: dict[str, int]
+
+
+def load_map(path: Path) -> dict[str, str]:
+    """The existing raw -> anon map, validated; {} when there is none yet."""
+    if not path.exists():
+        return {}
+    df = read_csv_strings(path, ("raw_username", "anon_username"), allow_no_rows=True)
+    for col in ("raw_username", "anon_username"):
+        dup = df[col].duplicated()
+        if dup.any():
+            i = int(dup.to_numpy().nonzero()[0][0])
+            raise InputError(path, f"{df[col].iloc[i]!r} appears twice; expected a one-to-one map", row=i + 1, column=col)
+    bad = ~df["anon_username"].str.fullmatch(ANON_RE.pattern)
+    if bad.any():
+        i = int(bad.to_numpy().nonzero()[0][0])
+        raise InputError(path, f"unexpected id {df['anon_username'].iloc[i]!r}; expected user_<number>", row=i + 1, column="anon_username")
+    return dict(zip(df["raw_username"], df["anon_username"], strict=True))
+
+
+def extend_map(existing: dict[str, str], names: set[str]) -> dict[str, str]:
+    """Keep every existing id; give new names the numbers after the highest id ever issued,
+    in sorted order of the new names. On a first run this is plain sorted order (= upstream).
+
+    Gaps are never refilled: an id that once belonged to someone is never given to another.
+    """
+    mapping = dict(existing)
+    used = [int(ANON_RE.fullmatch(v).group(1)) for v in mapping.values()]
+    nxt = max(used) + 1 if used else 0
+    for name in sorted(names - mapping.keys()):
+        mapping[name] = f"user_{nxt}"
+        nxt += 1
+    return mapping
+
+
+def find_leak(frames: dict[str, pd.DataFrame], raw_names: list[str]) -> tuple[str, int, str, str] | None:
+    """First (file, row, column, name) where a raw name occurs in an output cell.
+
+    A name counts when it stands as a whole token (not inside a longer word, case-insensitive),
+    so the free-text ``reason`` "ask Maria" is caught while "Marianne" does not trip "Maria".
+    Names that already look like anonymous ids (``user_3``) identify no one and are skipped.
+    """
+    names = sorted({n for n in raw_names if n and not ANON_RE.fullmatch(n)}, key=len, reverse=True)
+    if not names:
+        return None
+    pattern = re.compile(
+        r"(?<![0-9A-Za-z_])(?:" + "|".join(re.escape(n) for n in names) + r")(?![0-9A-Za-z_])",
+        re.IGNORECASE,
+    )
+    for fname, df in frames.items():
+        for col in df.columns:
+            hits = df[col].astype(str).str.contains(pattern, regex=True)
+            if hits.any():
+                i = int(hits.to_numpy().nonzero()[0][0])
+                name = pattern.search(str(df[col].iloc[i])).group(0)
+                return fname, i + 1, col, name
+    return None
+
+
+def anonymize_subset(raw_dir: Path, subset: Subset) -> AnonymizedSubset:
+    """Read one raw subset folder and compute its anonymized files (nothing is written)."""
+    ann = load_annotations(raw_dir / "annotations.csv", subset)
+    users = load_users(raw_dir / "users.csv")
+    flags = load_flags(raw_dir / "flags.csv", subset) if subset.has_flags else None
+    map_path = raw_dir / MAP_FILE
+    existing = load_map(map_path)
+
+    names = set(ann["username"]) | set(users["username"])
+    if flags is not None:
+        names |= set(flags["username"])
+    mapping = extend_map(existing, names)
+
+    frames = {"annotations.csv": ann, "users.csv": users}
+    if flags is not None:
+        frames["flags.csv"] = flags
+    out = {}
+    for fname, df in frames.items():
+        df = df.copy()
+        df["username"] = df["username"].map(mapping)
+        out[fname] = df
+
+    leak = find_leak(out, list(names))
+    if leak is not None:
+        fname, row, col, name = leak
+        raise InputError(
+            raw_dir / fname,
+            f"a raw annotator name ({name!r}) would reach the anonymized output; remove it from "
+            "the free text and re-run (nothing was written)",
+            row=row,
+            column=col,
+        )
+
+    map_df = pd.DataFrame(
+        sorted(mapping.items(), key=lambda kv: int(kv[1].split("_")[1])),
+        columns=["raw_username", "anon_username"],
+    )
+    counts = {
+        "annotations": len(ann),
+        "users": len(users),
+        "flags": 0 if flags is None else len(flags),
+        "annotators": len(names),
+        "new_ids": len(mapping) - len(existing),
+    }
+    return AnonymizedSubset(subset, {k: csv_bytes(v) for k, v in out.items()}, map_df, counts)

@@ -1,0 +1,295 @@
+"""Reading and writing at the boundary.
+
+Loaders validate everything a later stage relies on and raise :class:`InputError` naming the
+file, the row and the column; the CLI turns that into one line on stderr and exit code 2.
+Every value is read as a string (``level`` stays ``"3"``, never ``3``). Writers are atomic: a
+temporary file in the destination folder, fsync, then rename.
+"""
+
+from __future__ import annotations
+
+import csv
+import difflib
+import io
+import json
+import math
+import os
+import re
+import tempfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .subsets import FLAGS_COLUMNS, USERS_COLUMNS, Subset
+
+CREATED_AT_RE = r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}"
+INTEGER_RE = r"[+-]?\d+"
+
+
+class InputError(Exception):
+    """Bad input: stops the run with exit code 2 and one message."""
+
+    def __init__(self, file, message: str, row: int | None = None, column: str | None = None):
+        self.file = str(file)
+        self.row = row
+        self.column = column
+        self.message = message
+        where = [self.file]
+        if row is not None:
+            # row = 1-based data row; the header is line 1, so data row r is line r + 1
+            where.append(f"row {row} (line {row + 1})")
+        if column is not None:
+            where.append(f"column '{column}'")
+        super().__init__(": ".join([", ".join(where), message]))
+
+
+# ---------------------------------------------------------------------------------------------
+# CSV
+
+
+def _decode(path: Path, data: bytes) -> str:
+    try:
+        return data.decode("utf-8-sig")  # a leading BOM is accepted and dropped
+    except UnicodeDecodeError as e:
+        line = data[: e.start].count(b"\n") + 1
+        column = None
+        header = data.split(b"\n", 1)[0].decode("utf-8", "replace").strip("\r\ufeff").split(",")
+        line_start = data.rfind(b"\n", 0, e.start) + 1
+        field_index = data[line_start : e.start].count(b",")
+        if line > 1 and field_index < len(header):
+            column = header[field_index]
+        row = line - 1 if line > 1 else None
+        raise InputError(
+            path,
+            f"is not valid UTF-8 (byte 0x{data[e.start]:02x} at offset {e.start}); "
+            "expected a UTF-8 encoded CSV file",
+            row=row,
+            column=column,
+        ) from None
+
+
+def read_csv_strings(path: Path, required: Iterable[str], *, allow_no_rows: bool = False) -> pd.DataFrame:
+    """Read a CSV as strings, checking existence, encoding, shape and required columns.
+
+    Empty cells are empty strings (never NaN). CRLF line ends and a UTF-8 BOM are accepted.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(path, "file not found" if not path.exists() else "is not a file")
+    data = path.read_bytes()
+    if not data.strip():
+        raise InputError(path, "file is empty; expected a header line and data rows")
+    text = _decode(path, data)
+    if "\x00" in text:
+        line = text[: text.index("\x00")].count("\n") + 1
+        raise InputError(path, "contains a NUL byte; expected a text CSV file", row=max(line - 1, 1))
+    try:
+        header = next(csv.reader(io.StringIO(text)))
+    except (csv.Error, StopIteration) as e:
+        raise InputError(path, f"unreadable header line ({e})") from None
+    header = [h.strip() for h in header]
+    required = list(required)
+    missing = [c for c in required if c not in header]
+    if missing:
+        hints = []
+        for c in missing:
+            close = difflib.get_close_matches(c, [h for h in header if h not in required], n=1)
+            hints.append(f"'{c}'" + (f" (found '{close[0]}' — misspelt?)" if close else ""))
+        raise InputError(
+            path,
+            f"missing column{'s' if len(missing) > 1 else ''} {', '.join(hints)}; "
+            f"expected columns: {', '.join(required)}",
+            row=None,
+            column=missing[0],
+        )
+    dupes = sorted({h for h in header if header.count(h) > 1})
+    if dupes:
+        raise InputError(path, f"column '{dupes[0]}' appears more than once in the header", column=dupes[0])
+    try:
+        df = pd.read_csv(
+            io.StringIO(text),
+            dtype=str,
+            keep_default_na=False,
+            na_filter=False,
+            skipinitialspace=False,
+            engine="c",
+        )
+    except pd.errors.ParserError as e:
+        m = re.search(r"line (\d+)", str(e))
+        row = int(m.group(1)) - 1 if m else None
+        raise InputError(path, f"malformed CSV ({str(e).strip()}); expected one field per header column", row=row) from None
+    except (ValueError, csv.Error) as e:
+        raise InputError(path, f"malformed CSV ({e})") from None
+    df.columns = [str(c).strip() for c in df.columns]
+    short = df[required].isna().any(axis=1)
+    if short.any():
+        i = int(np.flatnonzero(short.to_numpy())[0])
+        col = next(c for c in required if pd.isna(df[c].iloc[i]))
+        raise InputError(path, "row has fewer fields than the header", row=i + 1, column=col)
+    if len(df) == 0 and not allow_no_rows:
+        raise InputError(path, "has a header but no data rows; expected at least one row")
+    return df
+
+
+def _first_bad(path: Path, df: pd.DataFrame, column: str, bad: pd.Series, expected: str) -> None:
+    if bad.any():
+        i = int(np.flatnonzero(bad.to_numpy())[0])
+        value = df[column].iloc[i]
+        n = int(bad.sum())
+        more = f" ({n - 1} more row{'s' if n > 2 else ''} like it)" if n > 1 else ""
+        raise InputError(path, f"unexpected value {value!r}; expected {expected}{more}", row=i + 1, column=column)
+
+
+def check_nonblank(path: Path, df: pd.DataFrame, columns: Iterable[str]) -> None:
+    for c in columns:
+        _first_bad(path, df, c, df[c].str.strip() == "", "a non-empty value")
+
+
+def check_values(path: Path, df: pd.DataFrame, column: str, allowed: Iterable[str]) -> None:
+    allowed = tuple(allowed)
+    _first_bad(path, df, column, ~df[column].isin(allowed), "one of " + ", ".join(allowed))
+
+
+def check_pattern(path: Path, df: pd.DataFrame, column: str, pattern: str, expected: str) -> None:
+    _first_bad(path, df, column, ~df[column].str.fullmatch(pattern), expected)
+
+
+def load_annotations(path: Path, subset: Subset) -> pd.DataFrame:
+    """annotations.csv of one subset, validated (SPEC §1.2, §6)."""
+    path = Path(path)
+    df = read_csv_strings(path, subset.annotation_columns)
+    check_nonblank(path, df, ("annotation_id", "username") + subset.item_key)
+    check_values(path, df, "rating", subset.scale)
+    for col, allowed in subset.categories.items():
+        check_values(path, df, col, allowed)
+    check_pattern(path, df, "created_at", CREATED_AT_RE, "a timestamp YYYY-MM-DD HH:MM:SS")
+    for col in ("reaction_time_ms", "sample_time_ms"):
+        check_pattern(path, df, col, INTEGER_RE, "an integer number of milliseconds")
+    # the timestamp must also be a real date (2026-02-30 matches the pattern)
+    ts = pd.to_datetime(df["created_at"], format="%Y-%m-%d %H:%M:%S", errors="coerce")
+    _first_bad(path, df, "created_at", ts.isna(), "a valid date and time YYYY-MM-DD HH:MM:SS")
+    check_unique_ids(path, df, "annotation_id")
+    return df
+
+
+def check_unique_ids(path: Path, df: pd.DataFrame, id_column: str) -> None:
+    """The same id twice is fine when the rows are identical; with different content it is a
+    conflict we cannot resolve, so the run stops."""
+    dup = df[id_column].duplicated(keep=False)
+    if not dup.any():
+        return
+    sub = df[dup]
+    distinct = sub.drop_duplicates()
+    conflicting = distinct[id_column].duplicated(keep=False)
+    if conflicting.any():
+        bad_id = distinct.loc[conflicting, id_column].iloc[0]
+        rows = np.flatnonzero((df[id_column] == bad_id).to_numpy())
+        a, b = df.iloc[rows[0]], df.iloc[rows[1]]
+        col = next((c for c in df.columns if a[c] != b[c]), id_column)
+        raise InputError(
+            path,
+            f"duplicate {id_column} {bad_id!r} with different content (rows {rows[0] + 1} and "
+            f"{rows[1] + 1} differ in '{col}': {a[col]!r} vs {b[col]!r}); expected each "
+            f"{id_column} once",
+            row=int(rows[1]) + 1,
+            column=col,
+        )
+
+
+def load_users(path: Path) -> pd.DataFrame:
+    path = Path(path)
+    df = read_csv_strings(path, USERS_COLUMNS)
+    check_nonblank(path, df, ("username",))
+    dup = df["username"].duplicated()
+    _first_bad(path, df, "username", dup, "each username once")
+    return df
+
+
+def load_flags(path: Path, subset: Subset) -> pd.DataFrame | None:
+    """flags.csv if present (None when the file does not exist); a header-only file is no flags."""
+    path = Path(path)
+    if not path.exists():
+        return None
+    df = read_csv_strings(path, FLAGS_COLUMNS, allow_no_rows=True)
+    check_nonblank(path, df, ("username",) + subset.item_key)
+    for col, allowed in subset.categories.items():
+        if col in df.columns:
+            check_values(path, df, col, allowed)
+    return df
+
+
+def load_rubric(path: Path) -> dict | None:
+    """variables.json; None (with the prompt fallbacks) when absent."""
+    path = Path(path)
+    if not path.exists():
+        return None
+    try:
+        data = json.loads(path.read_bytes().decode("utf-8-sig"))
+    except UnicodeDecodeError:
+        raise InputError(path, "is not valid UTF-8; expected a UTF-8 JSON rubric") from None
+    except json.JSONDecodeError as e:
+        raise InputError(path, f"is not valid JSON ({e.msg}); expected an object keyed by dimension", row=e.lineno) from None
+    if not isinstance(data, dict):
+        raise InputError(path, "expected a JSON object keyed by dimension code")
+    return data
+
+
+# ---------------------------------------------------------------------------------------------
+# JSON and atomic writes
+
+
+def to_jsonable(obj):
+    """numpy/pandas scalars -> Python; NaN/inf -> None (strict JSON)."""
+    if isinstance(obj, Mapping):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_jsonable(v) for v in obj]
+    if isinstance(obj, (bool, np.bool_)):
+        return bool(obj)
+    if isinstance(obj, (int, np.integer)):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        f = float(obj)
+        return f if math.isfinite(f) else None
+    if obj is None or obj is pd.NA or obj is pd.NaT:
+        return None
+    return obj
+
+
+def json_bytes(obj) -> bytes:
+    return (json.dumps(to_jsonable(obj), indent=2, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
+
+
+def csv_bytes(df: pd.DataFrame) -> bytes:
+    return df.to_csv(index=False, lineterminator="\n").encode("utf-8")
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` so that ``path`` is always either the old or the new file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def write_outputs(root: Path, files: Mapping[str, bytes]) -> None:
+    """Write a set of outputs computed in full beforehand, each one atomically.
+
+    Nothing is written until every output exists in memory, so a failure while computing
+    leaves the previous outputs untouched.
+    """
+    for rel, data in files.items():
+        write_atomic(Path(root) / rel, data)

@@ -1,0 +1,178 @@
+"""Cleaning, majority vote, benchmark labels and slice tables (SPEC §3.1–3.4).
+
+All of it is vectorised: items get integer codes, votes become an items × levels count matrix,
+and the majority vote is an argmax over that matrix.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .subsets import SliceTable, Subset
+
+
+def clean_annotations(ann: pd.DataFrame, subset: Subset) -> pd.DataFrame:
+    """One row per (item, rater): each rater's latest ``created_at`` wins.
+
+    ``created_at`` is validated as ``YYYY-MM-DD HH:MM:SS``, so string order is time order. The
+    sort is stable, so with equal timestamps the row later in the file wins [ours].
+    Adds ``value`` (rating as int on the scale) and ``binary`` (0/1 target).
+    """
+    df = ann.sort_values("created_at", kind="stable")
+    df = df.drop_duplicates([*subset.item_key, "username"], keep="last")
+    df = df.sort_index(kind="stable").copy()  # back to file order: later steps never depend on it
+    codes = {label: i for i, label in enumerate(subset.scale)}
+    df["value"] = df["rating"].map(codes).astype(np.int64)
+    df["binary"] = (df["value"] >= subset.present_from).astype(np.int64)
+    df["item"] = df.groupby(list(subset.item_key), sort=True).ngroup().astype(np.int64)
+    return df
+
+
+def majority_vote(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Majority of each row of an items × values count matrix.
+
+    Returns ``(winner, votes, tie)``: the most frequent value, its count, and whether the top
+    count is shared. A tie resolves to the smallest tied value (argmax takes the first maximum),
+    so a 1–1 binary split gives 0 (absent / no). Rows with no votes give winner 0, votes 0.
+    """
+    counts = np.asarray(counts)
+    winner = counts.argmax(axis=1)
+    votes = counts.max(axis=1)
+    tie = (counts == votes[:, None]).sum(axis=1) > 1
+    return winner.astype(np.int64), votes.astype(np.int64), tie & (votes > 0)
+
+
+def vote_counts(item: np.ndarray, value: np.ndarray, n_items: int, n_values: int) -> np.ndarray:
+    """items × values matrix of vote counts."""
+    flat = np.bincount(item * n_values + value, minlength=n_items * n_values)
+    return flat.reshape(n_items, n_values)
+
+
+def _joined(df: pd.DataFrame, column: str, n_items: int) -> np.ndarray:
+    """Per item: sorted unique values of ``column`` joined by ``|``.
+
+    Vectorised over items: the values are laid out items × rank (rank = position in the sorted
+    group), then the rank columns are concatenated; the loop runs over ranks (the largest
+    panel size), never over items.
+    """
+    sub = df[["item", column]].drop_duplicates().sort_values(["item", column], kind="stable")
+    item = sub["item"].to_numpy()
+    values = sub[column].to_numpy(dtype=object)
+    rank = np.arange(len(sub)) - np.searchsorted(item, item, side="left")
+    out = np.full(n_items, "", dtype=object)
+    for r in range(int(rank.max()) + 1 if len(rank) else 0):
+        at = rank == r
+        prefix = out[item[at]] + "|" if r else out[item[at]]
+        out[item[at]] = prefix + values[at]
+    return out
+
+
+def item_table(clean: pd.DataFrame, subset: Subset, flags: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Every per-item column of benchmark_labels.csv (unsorted, indexed by item code)."""
+    keys = list(subset.item_key)
+    n_items = int(clean["item"].max()) + 1 if len(clean) else 0
+    first = clean.drop_duplicates("item").sort_values("item")
+    items = pd.DataFrame({k: first[k].to_numpy() for k in keys})
+
+    for col in subset.carried_columns:
+        items[col] = _joined(clean, col, n_items)
+    items["usernames"] = _joined(clean, "username", n_items)
+
+    times = clean[["item"]].copy()
+    times["rt"] = clean["reaction_time_ms"].astype(np.float64)
+    times["st"] = clean["sample_time_ms"].astype(np.float64)
+    g = times.groupby("item", sort=True)
+    items["reaction_time_ms_mean"] = g["rt"].mean().to_numpy()
+    items["reaction_time_ms_median"] = g["rt"].median().to_numpy()
+    items["sample_time_ms_mean"] = g["st"].mean().to_numpy()
+
+    item = clean["item"].to_numpy()
+    counts = vote_counts(item, clean["value"].to_numpy(), n_items, len(subset.scale))
+    n_raters = counts.sum(axis=1)
+    if subset.ordinal:
+        win, votes, tie = majority_vote(counts)
+        items["majority_rating_int"] = win
+        items["majority_rating_votes"] = votes
+        items["majority_rating_tie"] = tie
+    bcounts = np.stack([counts[:, : subset.present_from].sum(1), counts[:, subset.present_from :].sum(1)], 1)
+    bwin, bvotes, btie = majority_vote(bcounts)
+    items["majority_present"] = bwin
+    items["majority_present_votes"] = bvotes
+    items["majority_present_tie"] = btie
+    for j, col in enumerate(subset.vote_columns):
+        items[col] = counts[:, len(subset.scale) - 1 - j]
+    if subset.ordinal:
+        items["majority_rating"] = np.asarray(subset.scale, dtype=object)[win]
+    several = n_raters >= 2
+    items["all_agree_binary"] = several & (bvotes == n_raters)
+    if subset.ordinal:
+        items["all_agree_ordinal"] = several & (votes == n_raters)
+    intended = items[subset.prior_column].isin(subset.prior_positive).to_numpy().astype(np.int64)
+    if subset.intended_column:
+        items[subset.intended_column] = intended
+    items[subset.prior_match_column] = bwin == intended
+    pos, neg = subset.target_words
+    unanimous = items["all_agree_binary"].to_numpy()
+    items["benchmark_bucket"] = np.select(
+        [(bwin == 1) & unanimous, (bwin == 1) & several, (bwin == 0) & unanimous, (bwin == 0) & several, bwin == 1],
+        [f"unanimous_{pos}", f"majority_{pos}", f"unanimous_{neg}", f"majority_{neg}", f"single_rater_{pos}"],
+        default=f"single_rater_{neg}",
+    )
+    items["n_raters"] = n_raters
+    items["intended"] = intended  # internal: the sampling prior as 0/1, for every subset
+    if subset.has_flags:
+        items["flagged"] = flagged_mask(items, flags, subset)
+    return items
+
+
+def flagged_mask(items: pd.DataFrame, flags: pd.DataFrame | None, subset: Subset) -> np.ndarray:
+    """Whether each item's key (level as a string) appears in flags.csv."""
+    if flags is None or len(flags) == 0:
+        return np.zeros(len(items), dtype=bool)
+    keys = list(subset.item_key)
+    flagged = pd.MultiIndex.from_frame(flags[keys].astype(str))
+    return pd.MultiIndex.from_frame(items[keys]).isin(flagged)
+
+
+def unmatched_flags(items: pd.DataFrame, flags: pd.DataFrame | None, subset: Subset) -> pd.DataFrame:
+    """Flags whose item has no label (nobody rated it) [ours]."""
+    if flags is None or len(flags) == 0:
+        return pd.DataFrame(columns=flags.columns if flags is not None else [])
+    keys = list(subset.item_key)
+    labelled = pd.MultiIndex.from_frame(items[keys])
+    return flags[~pd.MultiIndex.from_frame(flags[keys]).isin(labelled)]
+
+
+def benchmark_labels(items: pd.DataFrame, subset: Subset) -> pd.DataFrame:
+    """benchmark_labels.csv: the SPEC's columns, in its order and sort (string order)."""
+    out = items.sort_values(list(subset.label_sort), kind="stable")
+    return out[list(subset.label_columns)].reset_index(drop=True)
+
+
+def slice_table(labels: pd.DataFrame, table: SliceTable) -> pd.DataFrame:
+    """A per-slice table: rates are means over all labelled items of the slice."""
+    g = labels.groupby(table.key, sort=True)
+    out = pd.DataFrame(index=g.size().index)
+    for name, source, agg in table.columns:
+        if agg == "count":
+            out[name] = g[source].size()
+        elif agg == "mean":
+            out[name] = g[source].mean().astype(np.float64)
+        elif agg == "first":
+            out[name] = g[source].first()
+        else:
+            raise ValueError(f"unknown aggregation {agg!r}")
+    out = out.reset_index()
+    # every remaining tie is broken by the key ascending [ours]
+    by = [c for c, _ in table.sort] + [table.key]
+    asc = [a for _, a in table.sort] + [True]
+    return out.sort_values(by, ascending=asc, kind="stable").reset_index(drop=True)
+
+
+def incomplete_items(items: pd.DataFrame, subset: Subset) -> pd.DataFrame:
+    """Items whose cleaned rating count is not exactly 3, by count then key."""
+    keys = list(subset.item_key)
+    out = items.loc[items["n_raters"] != 3, [*keys, "n_raters", "usernames"]]
+    out = out.rename(columns={"n_raters": "ratings_observed"})
+    return out.sort_values(["ratings_observed", *keys], kind="stable").reset_index(drop=True)

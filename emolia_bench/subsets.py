@@ -1,0 +1,403 @@
+"""The two subsets, each described once, as data.
+
+Every stage (loading, labels, agreement, prompts, audio lookup, metrics, reports) reads what
+it needs from a :class:`Subset` and never branches on a subset's name, so a third subset is one
+new description here. The few rules that are code (prompt text, audio path, sham stem) are
+small named functions referenced from the description.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+# Columns every annotations.csv has, whatever the subset.
+COMMON_ANNOTATION_COLUMNS = (
+    "annotation_id",
+    "username",
+    "file_name",
+    "rating",
+    "reaction_time_ms",
+    "sample_time_ms",
+    "created_at",
+)
+USERS_COLUMNS = (
+    "username",
+    "is_active",
+    "is_admin",
+    "onboarded",
+    "annotation_count",
+    "created_at",
+    "age",
+    "languages",
+    "gender",
+    "consent",
+    "degree",
+    "expertise",
+    "listening_setup",
+)
+FLAGS_COLUMNS = (
+    "flag_id",
+    "username",
+    "dimension",
+    "level",
+    "polarity",
+    "file_name",
+    "reason",
+    "created_at",
+)
+
+
+@dataclass(frozen=True)
+class SliceTable:
+    """A per-slice summary table of the analysis stage.
+
+    ``columns`` maps an output column to ``(source column, aggregation)`` where aggregation is
+    ``"count"``, ``"mean"`` or ``"first"``; ``sort`` is a list of ``(column, ascending)``; the
+    slice key ascending breaks every remaining tie.
+    """
+
+    file: str
+    key: str
+    columns: tuple[tuple[str, str, str], ...]
+    sort: tuple[tuple[str, bool], ...] = ()
+
+
+@dataclass(frozen=True)
+class Subset:
+    name: str
+    #: columns that identify one item (one question asked about one clip)
+    item_key: tuple[str, ...]
+    #: extra annotation columns beyond COMMON_ANNOTATION_COLUMNS and the key
+    extra_annotation_columns: tuple[str, ...]
+    #: rating labels in ordinal order: the label's position is its integer value
+    scale: tuple[str, ...]
+    #: binary target: present/yes iff rating value >= present_from
+    present_from: int
+    #: words used in bucket names for the binary target (positive, negative)
+    target_words: tuple[str, str]
+    #: closed vocabularies validated at load time
+    categories: dict[str, tuple[str, ...]]
+    #: the sampling prior: items whose prior_column is in prior_positive were sampled as positive
+    prior_column: str
+    prior_positive: tuple[str, ...]
+    #: name of the majority-vs-prior column, and of the prior column itself (None: not written)
+    prior_match_column: str
+    intended_column: str | None
+    #: annotation columns summarised per item as their sorted unique values joined by "|"
+    carried_columns: tuple[str, ...]
+    #: output columns of benchmark_labels.csv, in order, and its sort
+    label_columns: tuple[str, ...]
+    label_sort: tuple[str, ...]
+    #: analysis slice tables, and how summary.json names rates and tables
+    slice_tables: tuple[SliceTable, ...]
+    summary_rates: tuple[tuple[str, str], ...]
+    summary_tables: tuple[tuple[str, str, str], ...]
+    #: benchmark slices: the coarse "type" column and the fine "category" column
+    type_slice: str
+    category_slice: str
+    #: optional inputs
+    has_flags: bool
+    rubric_file: str | None
+    #: rules that are code
+    prompt: Callable[[pd.DataFrame, dict | None], pd.Series] = field(repr=False)
+    audio_paths: Callable[[pd.DataFrame, Path], pd.Series] = field(repr=False)
+    sham_stem: Callable[[pd.DataFrame], pd.Series] = field(repr=False)
+
+    @property
+    def ordinal(self) -> bool:
+        """More than two rating levels: ordinal agreement figures are computed too."""
+        return len(self.scale) > 2
+
+    @property
+    def annotation_columns(self) -> tuple[str, ...]:
+        cols = list(COMMON_ANNOTATION_COLUMNS)
+        for c in self.extra_annotation_columns + self.item_key:
+            if c not in cols:
+                cols.append(c)
+        return tuple(cols)
+
+    @property
+    def vote_columns(self) -> tuple[str, ...]:
+        """Per-level vote count columns, highest level first (``strongly_present_votes``...)."""
+        return tuple(f"{label}_votes" for label in reversed(self.scale))
+
+    def rating_value(self, label: str) -> int:
+        return self.scale.index(label)
+
+
+# ---------------------------------------------------------------------------------------------
+# rules that are code
+
+
+def emotion_label(queried_emotion: pd.Series) -> pd.Series:
+    """``Jealousy___Envy`` -> ``Jealousy / Envy``; ``Sexual_Lust`` -> ``Sexual Lust``."""
+    return queried_emotion.str.replace("___", " / ", regex=False).str.replace("_", " ").str.strip()
+
+
+def emo_prompt(items: pd.DataFrame, rubric: dict | None) -> pd.Series:
+    label = emotion_label(items["queried_emotion"])
+    return "Speech audio in which the speaker expresses or conveys " + label + "."
+
+
+def dim_prompt(items: pd.DataFrame, rubric: dict | None) -> pd.Series:
+    """The rubric paragraph of the item's dimension and level, with the SPEC §4.2 fallbacks."""
+    rubric = rubric or {}
+    # Unique (dimension, level) pairs are few; resolve each once.
+    pairs = items[["dimension", "level"]].drop_duplicates()
+    text = {}
+    for dim, level in pairs.itertuples(index=False):
+        entry = rubric.get(dim)
+        if not isinstance(entry, dict):
+            text[(dim, level)] = f"Speech audio matching the description of {dim} at level {level}."
+            continue
+        levels = entry.get("levels") or {}
+        paragraph = levels.get(level) if isinstance(levels, dict) else None
+        if isinstance(paragraph, str) and paragraph.strip():
+            text[(dim, level)] = paragraph
+        else:
+            short = entry.get("short_description") or dim
+            text[(dim, level)] = f"Speech audio expressing the dimension '{short}' at level {level}."
+    keys = list(zip(items["dimension"], items["level"], strict=True))
+    return pd.Series([text[k] for k in keys], index=items.index, dtype=object)
+
+
+def _stem(file_name: pd.Series) -> pd.Series:
+    return file_name.str.replace(r"\.[^./\\]*$", "", regex=True)
+
+
+def emo_sham_stem(items: pd.DataFrame) -> pd.Series:
+    return _stem(items["file_name"])
+
+
+def dim_sham_stem(items: pd.DataFrame) -> pd.Series:
+    return (
+        _stem(items["file_name"])
+        + "__"
+        + items["dimension"]
+        + "_"
+        + items["level"]
+        + "_"
+        + items["polarity"]
+    )
+
+
+def emo_audio_paths(items: pd.DataFrame, dataset_root: Path) -> pd.Series:
+    """Find each clip by stem anywhere under ``<root>/emolia-emo/``.
+
+    ``.mp3`` is preferred over other files with the same stem; among equals the
+    lexicographically first relative path wins, so the choice never depends on directory
+    listing order. Returns POSIX paths relative to the dataset root, or None when absent.
+    """
+    base = dataset_root / "emolia-emo"
+    index: dict[str, str] = {}
+    if base.is_dir():
+        candidates = sorted(
+            (p for p in base.rglob("*") if p.is_file()),
+            key=lambda p: (p.suffix.lower() != ".mp3", p.relative_to(dataset_root).as_posix()),
+        )
+        for p in candidates:
+            index.setdefault(p.stem, p.relative_to(dataset_root).as_posix())
+    stems = emo_sham_stem(items)
+    return stems.map(index).astype(object).where(stems.map(index).notna(), None)
+
+
+def dim_audio_paths(items: pd.DataFrame, dataset_root: Path) -> pd.Series:
+    rel = (
+        "emolia-dim/data/"
+        + items["dimension"]
+        + "/"
+        + items["level"]
+        + "/"
+        + items["polarity"]
+        + "/"
+        + items["file_name"]
+    )
+    exists = [(dataset_root / r).is_file() for r in rel]
+    return rel.astype(object).where(exists, None)
+
+
+# ---------------------------------------------------------------------------------------------
+# the descriptions
+
+EMO_TASK_TYPES = ("affirmative", "contrastive_1", "contrastive_2", "penultimate", "ultimate")
+
+EMO = Subset(
+    name="emolia-emo",
+    item_key=("file_name", "queried_emotion", "task_type"),
+    extra_annotation_columns=("source_emotion",),
+    scale=("not_present", "weakly_present", "strongly_present"),
+    present_from=1,  # weakly counts as present
+    target_words=("present", "absent"),
+    categories={"task_type": EMO_TASK_TYPES},
+    prior_column="task_type",
+    prior_positive=("affirmative",),
+    prior_match_column="matches_intended_label",
+    intended_column="intended_present",
+    carried_columns=("source_emotion",),
+    label_columns=(
+        "file_name",
+        "queried_emotion",
+        "task_type",
+        "source_emotion",
+        "usernames",
+        "reaction_time_ms_mean",
+        "reaction_time_ms_median",
+        "sample_time_ms_mean",
+        "majority_rating_int",
+        "majority_rating_votes",
+        "majority_rating_tie",
+        "majority_present",
+        "majority_present_votes",
+        "majority_present_tie",
+        "strongly_present_votes",
+        "weakly_present_votes",
+        "not_present_votes",
+        "majority_rating",
+        "all_agree_binary",
+        "all_agree_ordinal",
+        "intended_present",
+        "matches_intended_label",
+        "benchmark_bucket",
+        "n_raters",
+    ),
+    label_sort=("task_type", "queried_emotion", "file_name"),
+    slice_tables=(
+        SliceTable(
+            file="per_task_type_summary.csv",
+            key="task_type",
+            columns=(
+                ("items", "majority_present", "count"),
+                ("intended_present", "intended_present", "first"),
+                ("majority_present_rate", "majority_present", "mean"),
+                ("preselection_confirm_rate", "matches_intended_label", "mean"),
+                ("unanimous_binary_rate", "all_agree_binary", "mean"),
+                ("unanimous_ordinal_rate", "all_agree_ordinal", "mean"),
+            ),
+            sort=(("items", False),),
+        ),
+        SliceTable(
+            file="per_emotion_summary.csv",
+            key="queried_emotion",
+            columns=(
+                ("items", "majority_present", "count"),
+                ("majority_present_rate", "majority_present", "mean"),
+                ("unanimous_binary_rate", "all_agree_binary", "mean"),
+                ("unanimous_ordinal_rate", "all_agree_ordinal", "mean"),
+            ),
+            sort=(("majority_present_rate", True), ("items", False)),
+        ),
+    ),
+    summary_rates=(
+        ("majority_present_rate", "majority_present"),
+        ("preselection_confirm_rate", "matches_intended_label"),
+    ),
+    # (summary key, slice table file, which rows: all | first5 | last5)
+    summary_tables=(
+        ("task_types", "per_task_type_summary.csv", "all"),
+        ("easiest_emotions", "per_emotion_summary.csv", "last5"),
+        ("hardest_emotions", "per_emotion_summary.csv", "first5"),
+    ),
+    type_slice="task_type",
+    category_slice="queried_emotion",
+    has_flags=False,
+    rubric_file=None,
+    prompt=emo_prompt,
+    audio_paths=emo_audio_paths,
+    sham_stem=emo_sham_stem,
+)
+
+DIM = Subset(
+    name="emolia-dim",
+    item_key=("file_name", "dimension", "level", "polarity"),
+    extra_annotation_columns=(),
+    scale=("no", "yes"),
+    present_from=1,
+    target_words=("yes", "no"),
+    categories={"polarity": ("positive", "negative")},
+    prior_column="polarity",
+    prior_positive=("positive",),
+    prior_match_column="matches_intended_polarity",
+    intended_column=None,
+    carried_columns=(),
+    label_columns=(
+        "file_name",
+        "dimension",
+        "level",
+        "polarity",
+        "usernames",
+        "reaction_time_ms_mean",
+        "reaction_time_ms_median",
+        "sample_time_ms_mean",
+        "majority_present",
+        "majority_present_votes",
+        "majority_present_tie",
+        "yes_votes",
+        "no_votes",
+        "all_agree_binary",
+        "matches_intended_polarity",
+        "benchmark_bucket",
+        "n_raters",
+        "flagged",
+    ),
+    label_sort=("dimension", "level", "polarity", "file_name"),
+    slice_tables=(
+        SliceTable(
+            file="per_dimension_summary.csv",
+            key="dimension",
+            columns=(
+                ("items", "majority_present", "count"),
+                ("majority_yes_rate", "majority_present", "mean"),
+                ("unanimous_rate", "all_agree_binary", "mean"),
+                ("polarity_match_rate", "matches_intended_polarity", "mean"),
+            ),
+            sort=(("items", False),),
+        ),
+        SliceTable(
+            file="per_polarity_summary.csv",
+            key="polarity",
+            columns=(
+                ("items", "majority_present", "count"),
+                ("majority_yes_rate", "majority_present", "mean"),
+                ("unanimous_rate", "all_agree_binary", "mean"),
+            ),
+            sort=(),
+        ),
+    ),
+    summary_rates=(
+        ("majority_yes_rate", "majority_present"),
+        ("polarity_match_rate", "matches_intended_polarity"),
+    ),
+    summary_tables=(
+        ("dimensions", "per_dimension_summary.csv", "all"),
+        ("polarities", "per_polarity_summary.csv", "all"),
+    ),
+    type_slice="polarity",
+    category_slice="dimension",
+    has_flags=True,
+    rubric_file="emolia-dim/variables.json",
+    prompt=dim_prompt,
+    audio_paths=dim_audio_paths,
+    sham_stem=dim_sham_stem,
+)
+
+SUBSETS: dict[str, Subset] = {s.name: s for s in (EMO, DIM)}
+
+
+def resolve_subsets(names: list[str] | str) -> list[Subset]:
+    """``both`` / ``all`` or a list of subset names -> descriptions, in the given order."""
+    if isinstance(names, str):
+        names = [names]
+    out: list[Subset] = []
+    for name in names:
+        if name in ("both", "all"):
+            out.extend(s for s in SUBSETS.values() if s not in out)
+        elif name in SUBSETS:
+            if SUBSETS[name] not in out:
+                out.append(SUBSETS[name])
+        else:
+            raise ValueError(f"unknown subset {name!r}; expected one of {', '.join(SUBSETS)} or both")
+    return out
