@@ -1,0 +1,93 @@
+"""anonymize.py: sorted first run, stable ids, flags, leak refusal, byte-identical re-runs."""
+
+import csv
+
+from .conftest import DIM_HEADER, run_script, snapshot
+
+USERS = "username,is_active,is_admin,onboarded,annotation_count,created_at,age,gender,languages,listening_setup,degree,expertise,consent\n"
+FLAGS = "flag_id,username,dimension,level,polarity,file_name,reason,created_at\n"
+
+
+def user(name):
+    return f'{name},1,0,True,1,2026-04-28T21:30:36.460Z,30,Female,"English,Hindi",External speakers,MSc,1,True\n'
+
+
+def ann(i, name, rating="yes"):
+    return f"id{i},{name},TEMP,5,positive,sample_0{i}.mp3,{rating},1,2,2026-04-01 10:0{i}:00\n"
+
+
+def make_raw(root, names, flag_rows=(), extra_users=()):
+    d = root / "emolia-dim"
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "annotations.csv").write_text(DIM_HEADER + "".join(ann(i, n) for i, n in enumerate(names)))
+    (d / "users.csv").write_text(USERS + "".join(user(n) for n in [*names, *extra_users]))
+    (d / "flags.csv").write_text(FLAGS + "".join(flag_rows))
+    return d
+
+
+def read_map(d):
+    with open(d / "_anon_map.csv") as f:
+        return {r["raw_username"]: r["anon_username"] for r in csv.DictReader(f)}
+
+
+def anonymize(raw, out):
+    return run_script("anonymize.py", "--raw-root", raw, "--out-root", out, "--subsets", "emolia-dim")
+
+
+def test_first_run_is_sorted_and_only_usernames_change(tmp_path):
+    raw = make_raw(tmp_path / "raw", ["zoe", "Adam", "mia"],
+                   ["f1,Ola,TEMP,5,positive,sample_09.mp3,silence,2026-04-01 10:00:00\n"])
+    r = anonymize(tmp_path / "raw", tmp_path / "out")
+    assert r.returncode == 0, r.stderr
+    assert "emolia-dim" in r.stdout
+    # users ∪ annotations ∪ flags, sorted (upper case first, as Python sorts): Adam, Ola, mia, zoe
+    assert read_map(raw) == {"Adam": "user_0", "Ola": "user_1", "mia": "user_2", "zoe": "user_3"}
+    out = (tmp_path / "out/emolia-dim/annotations.csv").read_text().splitlines()
+    src = (raw / "annotations.csv").read_text().splitlines()
+    assert out[0] == src[0] and len(out) == len(src)
+    assert [line.split(",")[1] for line in out[1:]] == ["user_3", "user_0", "user_2"]
+    assert [line.split(",", 2)[2] for line in out[1:]] == [line.split(",", 2)[2] for line in src[1:]]
+    assert "user_1" in (tmp_path / "out/emolia-dim/flags.csv").read_text()  # flagger who never rated
+    assert not (tmp_path / "out/emolia-dim/_anon_map.csv").exists()  # the map never reaches the output
+
+
+def test_new_annotator_sorting_first_keeps_everyone_elses_id(tmp_path):
+    raw = make_raw(tmp_path / "raw", ["bea", "carl"])
+    assert anonymize(tmp_path / "raw", tmp_path / "out").returncode == 0
+    assert read_map(raw) == {"bea": "user_0", "carl": "user_1"}
+    make_raw(tmp_path / "raw", ["bea", "carl", "aaron", "abe"])  # two new names that sort first
+    assert anonymize(tmp_path / "raw", tmp_path / "out").returncode == 0
+    assert read_map(raw) == {"bea": "user_0", "carl": "user_1", "aaron": "user_2", "abe": "user_3"}
+
+
+def test_rerun_is_byte_identical(tmp_path):
+    make_raw(tmp_path / "raw", ["bea", "carl"], ["f1,bea,TEMP,5,positive,sample_00.mp3,noise,2026-04-01 10:00:00\n"])
+    assert anonymize(tmp_path / "raw", tmp_path / "out").returncode == 0
+    first = snapshot(tmp_path)
+    assert anonymize(tmp_path / "raw", tmp_path / "out").returncode == 0
+    assert snapshot(tmp_path) == first
+
+
+def test_raw_name_in_free_text_is_refused_and_nothing_written(tmp_path):
+    make_raw(tmp_path / "raw", ["bea", "carl"])
+    assert anonymize(tmp_path / "raw", tmp_path / "out").returncode == 0
+    before = snapshot(tmp_path)
+    make_raw(tmp_path / "raw", ["bea", "carl", "dora"],
+             ["f1,bea,TEMP,5,positive,sample_00.mp3,ask Carl about this one,2026-04-01 10:00:00\n"])
+    before = snapshot(tmp_path)  # raw files changed; outputs and map must not
+    r = anonymize(tmp_path / "raw", tmp_path / "out")
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "flags.csv" in r.stderr and "row 1" in r.stderr and "'reason'" in r.stderr
+    assert snapshot(tmp_path) == before  # no output, and the map did not gain dora
+
+
+def test_name_inside_a_longer_word_is_not_a_leak(tmp_path):
+    make_raw(tmp_path / "raw", ["ann", "bo"], ["f1,ann,TEMP,5,positive,sample_00.mp3,channel noise; bonus,2026-04-01 10:00:00\n"])
+    assert anonymize(tmp_path / "raw", tmp_path / "out").returncode == 0
+
+
+def test_bad_map_file_is_refused(tmp_path):
+    raw = make_raw(tmp_path / "raw", ["bea"])
+    (raw / "_anon_map.csv").write_text("raw_username,anon_username\nbea,user_0\ncarl,user_0\n")
+    r = anonymize(tmp_path / "raw", tmp_path / "out")
+    assert r.returncode == 2 and "_anon_map.csv" in r.stderr and "anon_username" in r.stderr
