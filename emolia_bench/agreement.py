@@ -34,6 +34,8 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 
+from .resampling import bootstrap_sums, percentile_interval
+
 PRESELECT_RATER = "gemini3flash_preselect"
 PRESELECTION_MIN_HUMANS = 2
 BOOTSTRAP_SEED = 20260401
@@ -194,25 +196,6 @@ def loo_agreement(votes: pd.DataFrame) -> tuple[float | None, float | None, floa
 # bootstrap [ours]
 
 
-def bootstrap_sums(per_unit: list, draws: int, seed: int, budget: int = 4_000_000):
-    """Resample units with replacement ``draws`` times; yield, chunk by chunk, the column sums
-    of each ``units × m`` matrix (dense or scipy-sparse) in ``per_unit`` over every resample.
-
-    Each chunk draws a ``chunk × units`` count matrix W (how often each unit was drawn) and
-    returns ``W @ M``; ``budget`` bounds W's size, so memory stays flat at any data size.
-    """
-    rng = np.random.default_rng(seed)
-    n = per_unit[0].shape[0]
-    step = max(1, min(draws, budget // max(n, 1)))
-    for start in range(0, draws, step):
-        k = min(step, draws - start)
-        # int32 draws are ~3x faster than int64; the budget keeps k * n far below 2**31
-        idx = rng.integers(0, n, size=(k, n), dtype=np.int32)
-        idx += (np.arange(k, dtype=np.int32) * np.int32(n))[:, None]
-        w = np.bincount(idx.ravel(), minlength=k * n).reshape(k, n).astype(np.float64)
-        yield [np.asarray((m.T @ w.T).T) for m in per_unit]
-
-
 def bootstrap_pairwise_accuracy(pairs: pd.DataFrame, seed: int, draws: int) -> list[float] | None:
     """95 % percentile interval of the pairwise accuracy, resampling co-rated items."""
     if len(pairs) == 0:
@@ -231,7 +214,7 @@ def bootstrap_pairwise_accuracy(pairs: pd.DataFrame, seed: int, draws: int) -> l
     for n, a in bootstrap_sums([n_mat, a_mat], draws, seed):
         with np.errstate(invalid="ignore", divide="ignore"):
             stats.append(np.nanmean(np.where(n > 0, a / n, np.nan), axis=1))
-    return _percentile_interval(np.concatenate(stats))
+    return percentile_interval(np.concatenate(stats))
 
 
 def bootstrap_loo_accuracy(votes: pd.DataFrame, seed: int, draws: int) -> list[float] | None:
@@ -242,15 +225,7 @@ def bootstrap_loo_accuracy(votes: pd.DataFrame, seed: int, draws: int) -> list[f
     per_item = comp.assign(correct=(comp["truth"] == comp["pred"]).astype(np.float64)).groupby("item")
     counts = np.column_stack([per_item.size().to_numpy(np.float64), per_item["correct"].sum().to_numpy()])
     stats = [correct[:, 0] / used[:, 0] for used, correct in bootstrap_sums([counts[:, :1], counts[:, 1:]], draws, seed)]
-    return _percentile_interval(np.concatenate(stats))
-
-
-def _percentile_interval(stats: np.ndarray) -> list[float] | None:
-    stats = stats[np.isfinite(stats)]
-    if len(stats) == 0:
-        return None
-    lo, hi = np.percentile(stats, [2.5, 97.5])
-    return [float(lo), float(hi)]
+    return percentile_interval(np.concatenate(stats))
 
 
 # ---------------------------------------------------------------------------------------------

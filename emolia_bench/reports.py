@@ -222,3 +222,71 @@ def analysis_report(results: list, title: str = "emolia-bench — human agreemen
         parts.append("\n" + subset_section(a, level=2))
     parts.append("\n## Reading κ\n\n" + landis_koch_table())
     return "\n".join(parts)
+
+
+# ---------------------------------------------------------------------------------------------
+# benchmark report
+
+
+def score_rubric(s: dict) -> str:
+    from .metrics import BANDS
+
+    rows = [("primary metric", "balanced accuracy (mean of recall on present and on absent)"),
+            ("chance", fmt(0.5)),
+            ("majority baseline (always the more common answer)", fmt(s["majority_baseline"])),
+            ("human pairwise accuracy (ceiling)", fmt(s.get("human_accuracy_binary"))),
+            ("human pairwise balanced accuracy", fmt(s.get("human_balanced_accuracy_binary"))),
+            ("human leave-one-out accuracy", fmt(s.get("human_loo_accuracy_binary"))),
+            ("human leave-one-out balanced accuracy", fmt(s.get("human_loo_balanced_accuracy_binary")))]
+    lo = 0.0
+    bands = []
+    for limit, name in BANDS:
+        bands.append((name, f"{fmt(lo)} – {fmt(limit) if limit != float('inf') else '1.000'}"))
+        lo = limit
+    return ("## Score rubric\n\n" + md_table(["reference", "value"], rows) + "\n"
+            + md_table(["band", "balanced accuracy"], bands))
+
+
+def _metric_rows(m: dict) -> list:
+    ci = m.get("balanced_accuracy_ci95")
+    return [("n", m["n"]), ("balanced accuracy", m["balanced_accuracy"]), ("95 % CI (clip bootstrap)", fmt_ci(ci)),
+            ("band", m.get("band", "n/a")), ("accuracy", m["accuracy"]), ("precision", m["precision"]),
+            ("recall", m["recall"]), ("specificity", m.get("specificity")), ("F1", m["f1"]),
+            ("AUROC", m.get("auroc")), ("average precision", m.get("average_precision")),
+            ("tp / fp / tn / fn", f"{fmt(m['tp'])} / {fmt(m['fp'])} / {fmt(m['tn'])} / {fmt(m['fn'])}")]
+
+
+def _slice_table(records: list, key: str) -> str:
+    return md_table([key, "n", "balanced accuracy", "95 % CI", "accuracy", "F1", "AUROC"],
+                    [(r[key], r["n"], r["balanced_accuracy"],
+                      fmt_ci(None if r.get("balanced_accuracy_ci_low") is None else [r["balanced_accuracy_ci_low"], r["balanced_accuracy_ci_high"]]),
+                      r["accuracy"], r["f1"], r.get("auroc")) for r in records])
+
+
+def benchmark_report(r) -> str:
+    s, subset = r.summary, r.subset
+    sim = s["similarity"]
+    fs = s["filter_stats"]
+    parts = [f"# {subset.name} — benchmark report\n", score_rubric(s)]
+    endpoint = s["endpoint"] if isinstance(s["endpoint"], (str, type(None))) else ", ".join(s["endpoint"])
+    parts.append(
+        "## Run\n\n"
+        f"- mode: `{s['mode']}`" + (f" (endpoint {endpoint})" if endpoint else "") + "\n"
+        f"- filter: {s['filter_mode']} — {fs['input']:,} labelled items, {fs['dropped_below_min_raters']:,} below the "
+        f"minimum raters, {fs['dropped_flagged']:,} flagged, {fs['dropped_non_unanimous']:,} not unanimous, "
+        f"{fs['kept']:,} kept\n"
+        f"- rows: {s['rows_total']:,} scored rows, {s['rows_evaluated_ok']:,} ok, {s['missing_audio']:,} without audio, "
+        f"{s['evaluation_errors']:,} scoring errors\n"
+        f"- threshold: present iff similarity ≥ {s['threshold']:g}\n"
+        f"- similarity: min {fmt(sim['min'])}, median {fmt(sim['median'])}, max {fmt(sim['max'])}\n"
+    )
+    parts.append(f"## Headline — {s['filter_mode']}\n\n" + md_table(["metric", "value"], _metric_rows(s["overall"])))
+    parts.append("## Unanimous items only\n\n" + md_table(["metric", "value"], _metric_rows(s["unanimous_subset"])))
+    parts.append(f"## By {subset.type_slice.replace('_', ' ')}\n\n" + _slice_table(s[f"by_{subset.type_slice}"], subset.type_slice))
+    parts.append("## By benchmark bucket\n\n" + _slice_table(s["by_benchmark_bucket"], "benchmark_bucket"))
+    parts.append(f"## By {subset.category_slice.replace('_', ' ')}\n\n"
+                 + _slice_table(s[f"by_{subset.category_slice}"], subset.category_slice))
+    b = s["bootstrap"]
+    parts.append(f"Intervals: {b['draws']} bootstrap resamples of clips (all rows of a clip together), seed {b['seed']}.\n")
+    parts.append(score_rubric(s))
+    return "\n".join(parts)

@@ -18,6 +18,7 @@ import pandas as pd
 import pytest
 
 from emolia_bench import agreement as ag
+from emolia_bench.resampling import bootstrap_sums
 
 VOTES = {  # item -> {rater: vote}
     0: {0: 1, 1: 1, 2: 1},
@@ -155,7 +156,7 @@ def test_bootstrap_intervals_bracket_the_estimate_and_are_seeded(votes):
 def test_bootstrap_sums_equal_explicit_resampling():
     # The count-matrix trick must give exactly the sums of an explicit resample with the same draws.
     x = np.arange(10, dtype=float)[:, None]
-    (sums,) = next(ag.bootstrap_sums([x], draws=5, seed=3))
+    (sums,) = next(bootstrap_sums([x], draws=5, seed=3))
     idx = np.random.default_rng(3).integers(0, 10, size=(5, 10), dtype=np.int32)
     assert np.allclose(sums[:, 0], x[idx, 0].sum(axis=1))
 

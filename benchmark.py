@@ -1,0 +1,138 @@
+"""Score a model against the human labels, per slice, with intervals.
+
+    uv run benchmark.py                                   # the sham scorer (no model)
+    uv run benchmark.py --endpoint http://127.0.0.1:8765/v1/similarity
+
+For each subset, reads analysis_outputs/<subset>/benchmark_labels.csv (and summary.json for the
+human reference numbers), selects rows with the filters below (in this order: min raters,
+flags, unanimity, then --limit), builds each row's prompt and finds its clip under
+--dataset-root, scores it, and writes benchmark_outputs/<subset>/: predictions.csv, metrics by
+task type or polarity, by benchmark bucket and by queried emotion or dimension, summary.json
+and report.md.
+
+Scorers: without --endpoint, the deterministic sham scorer (a hash of stem and prompt; reads
+no audio but needs each clip to exist). With --endpoint, a remote similarity server: requests
+run concurrently, failures are retried with back-off, and every answer is cached on disk so an
+interrupted run resumes where it stopped. Give --endpoint several times to spread requests over
+replicas of one model.
+
+Exit codes: 0 every row scored; 1 outputs written but some rows could not be scored (see
+evaluation_errors); 2 bad input, nothing written; 130 interrupted (finished answers cached).
+"""
+
+import argparse
+import sys
+from pathlib import Path
+
+from emolia_bench.cli import EXIT_PARTIAL, run
+from emolia_bench.io import csv_bytes, json_bytes, write_outputs
+from emolia_bench.metrics import METRIC_DRAWS, METRIC_SEED
+from emolia_bench.subsets import SUBSETS, resolve_subsets
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--subset", default="both", choices=[*SUBSETS, "both"], help="subset to score (default: both)")
+    p.add_argument("--analysis-root", type=Path, default=Path("analysis_outputs"),
+                   help="where analysis.py wrote its outputs (default: analysis_outputs)")
+    p.add_argument("--dataset-root", type=Path, default=Path("dataset"),
+                   help="folder holding emolia-emo/ and emolia-dim/ clips and the dim rubric (default: dataset)")
+    p.add_argument("--output-dir", type=Path, default=Path("benchmark_outputs"),
+                   help="where results are written, one folder per subset (default: benchmark_outputs)")
+    g = p.add_argument_group("scoring")
+    g.add_argument("--endpoint", action="append", metavar="URL",
+                   help="similarity endpoint (POST JSON); repeat for replicas of one model; absent: sham scorer")
+    g.add_argument("--model-tag", help="names the model in the response cache (default: the first endpoint URL); "
+                                      "replicas of one model share it")
+    g.add_argument("--threshold", type=float, default=0.0, help="predict present iff similarity >= threshold (default: 0.0)")
+    g.add_argument("--timeout", type=float, default=60.0, help="seconds per request (default: 60)")
+    g.add_argument("--no-audio-send", action="store_true",
+                   help="omit audio_base64 from requests (for servers that read clips from their own dataset root)")
+    g.add_argument("--workers", type=int, default=16, help="concurrent requests (default: 16)")
+    g.add_argument("--max-retries", type=int, default=4,
+                   help="retries per request on timeouts, connection errors, 429 and 5xx (default: 4)")
+    g.add_argument("--cache-dir", type=Path, default=Path(".cache/emolia-bench"),
+                   help="response cache for resuming (default: .cache/emolia-bench)")
+    g.add_argument("--fresh", action="store_true", help="ignore cached responses (new answers are still cached)")
+    f = p.add_argument_group("row selection")
+    f.add_argument("--limit", type=int, help="score only the first N rows after filters")
+    f.add_argument("--min-raters", type=int, default=1, help="keep items with at least N raters (default: 1)")
+    f.add_argument("--exclude-flagged", action="store_true", help="drop items an annotator flagged as broken (dim)")
+    f.add_argument("--unanimous-only", action="store_true", help="keep items where all of >=2 raters agree")
+    f.add_argument("--require-3-raters", action="store_true", help="same as --min-raters 3")
+    s = p.add_argument_group("intervals")
+    s.add_argument("--bootstrap-draws", type=int, default=METRIC_DRAWS, help=f"clip-bootstrap draws (default: {METRIC_DRAWS})")
+    s.add_argument("--seed", type=int, default=METRIC_SEED, help=f"bootstrap seed (default: {METRIC_SEED})")
+    args = p.parse_args()
+    if args.workers < 1 or args.timeout <= 0 or (args.limit is not None and args.limit < 0):
+        p.error("--workers must be >= 1, --timeout > 0 and --limit >= 0")
+
+    from tqdm import tqdm
+
+    from emolia_bench.evaluation import evaluate, load_human_numbers, predictions_frame
+    from emolia_bench.reports import benchmark_report
+    from emolia_bench.scorers import get_scorer
+    from emolia_bench.selection import Filters, apply_filters, build_rows, load_labels
+
+    filters = Filters(min_raters=max(args.min_raters, 3 if args.require_3_raters else 1),
+                      exclude_flagged=args.exclude_flagged, unanimous_only=args.unanimous_only)
+    if args.endpoint:
+        scorer = get_scorer("endpoint", endpoints=args.endpoint, timeout=args.timeout, workers=args.workers,
+                            max_retries=args.max_retries, cache_dir=args.cache_dir, fresh=args.fresh,
+                            model_tag=args.model_tag, send_audio=not args.no_audio_send)
+    else:
+        scorer = get_scorer("sham")
+
+    # Load and select every subset before scoring, so bad input stops the run before any work.
+    plans = []
+    for subset in resolve_subsets(args.subset):
+        labels = load_labels(args.analysis_root / subset.name / "benchmark_labels.csv", subset)
+        kept, stats = apply_filters(labels, filters)
+        if args.limit is not None:
+            kept = kept.head(args.limit)
+        plans.append((subset, build_rows(kept, subset, args.dataset_root), stats))
+
+    results, failed = [], 0
+    for subset, rows, stats in plans:
+        with_audio = rows[rows["audio_path"].notna()]
+        with tqdm(total=len(with_audio), desc=f"{subset.name} ({scorer.mode})", unit="row", mininterval=0.5,
+                  file=sys.stderr) as bar:
+            result = scorer.score(with_audio, args.dataset_root, bar)
+        predictions = predictions_frame(rows, result, subset, args.threshold, args.dataset_root)
+        human = load_human_numbers(args.analysis_root / subset.name / "summary.json")
+        r = evaluate(subset, rows, predictions, mode=scorer.mode, endpoint=scorer.endpoint, threshold=args.threshold,
+                     filter_mode=filters.mode_name(subset), filter_stats=stats, human=human,
+                     seed=args.seed, draws=args.bootstrap_draws)
+        results.append(r)
+        failed += r.summary["evaluation_errors"]
+
+    outputs = {}
+    for r in results:
+        name = r.subset.name
+        outputs[f"{name}/predictions.csv"] = csv_bytes(r.predictions)
+        for file, table in r.tables.items():
+            outputs[f"{name}/{file}"] = csv_bytes(table)
+        outputs[f"{name}/summary.json"] = json_bytes(r.summary)
+        outputs[f"{name}/report.md"] = benchmark_report(r).encode()
+    write_outputs(args.output_dir, outputs)
+
+    for r in results:
+        s, o = r.summary, r.summary["overall"]
+        ba = "n/a" if o["balanced_accuracy"] is None else f"{o['balanced_accuracy']:.3f}"
+        ci = o["balanced_accuracy_ci95"]
+        ci_text = f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else ""
+        print(f"{r.subset.name}: {s['rows_evaluated_ok']}/{s['rows_total']} rows scored ({s['mode']}, {s['filter_mode']}); "
+              f"balanced accuracy {ba}{ci_text} ({o['band']}); missing audio {s['missing_audio']}, "
+              f"errors {s['evaluation_errors']} -> {args.output_dir / r.subset.name}")
+    if hasattr(scorer, "stats"):
+        st = scorer.stats
+        print(f"endpoint: {st['requests']} requests, {st['retries']} retries, {st['cache_hits']} answered from the cache "
+              f"({getattr(scorer, 'cache_path', args.cache_dir)})")
+    if failed:
+        print(f"{failed} row(s) could not be scored; re-run the same command to retry only those", file=sys.stderr)
+        return EXIT_PARTIAL
+    return 0
+
+
+if __name__ == "__main__":
+    run(main)

@@ -1,0 +1,127 @@
+"""Turn scored rows into predictions, metric tables and summary.json (SPEC §4.4–4.5)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .analysis import HUMAN_ALIASES
+from .metrics import METRIC_DRAWS, METRIC_SEED, band, row_metrics, slice_metrics
+from .scorers import ScoreResult
+from .subsets import Subset
+
+AUDIO_MISSING = "audio_missing"
+SLICE_FIELDS = ("n", "accuracy", "balanced_accuracy", "f1")
+HEADLINE_FIELDS = ("n", "accuracy", "balanced_accuracy", "precision", "recall", "f1", "tp", "fp", "tn", "fn")
+EXTRA_FIELDS = ("precision", "recall", "specificity", "auroc", "average_precision",
+                "balanced_accuracy_ci_low", "balanced_accuracy_ci_high", "tp", "fp", "tn", "fn")
+
+
+@dataclass
+class BenchmarkResult:
+    subset: Subset
+    predictions: pd.DataFrame
+    tables: dict[str, pd.DataFrame]  # file name -> metrics table
+    summary: dict
+
+
+def predictions_frame(rows: pd.DataFrame, result: ScoreResult | None, subset: Subset, threshold: float,
+                      dataset_root: Path | str = "dataset") -> pd.DataFrame:
+    """predictions.csv: one row per selected item; rows without audio are ``audio_missing``.
+
+    ``audio_path`` is written as ``<dataset root>/<path below it>``: with the default root this is
+    exactly what upstream writes when run from the project folder.
+    """
+    has_audio = rows["audio_path"].notna().to_numpy()
+    sim = np.full(len(rows), np.nan)
+    error = np.array([AUDIO_MISSING] * len(rows), dtype=object)
+    if result is not None:
+        sim[has_audio] = result.similarity
+        error[has_audio] = result.error
+    ok = pd.isna(error) & np.isfinite(sim)
+    pred = pd.array(np.where(ok, (sim >= threshold).astype(np.int64), 0), dtype="Int64")
+    pred[~ok] = pd.NA
+    out = rows[[*subset.item_key, "benchmark_bucket", "n_raters", "majority_present"]].copy()
+    root = Path(dataset_root).as_posix().rstrip("/")
+    out["audio_path"] = [None if rel is None or rel != rel else f"{root}/{rel}" for rel in rows["audio_path"]]
+    out["prompt"] = rows["prompt"].to_numpy(dtype=object)
+    out["similarity"] = sim
+    out["pred_present"] = pred
+    out["ok"] = ok
+    out["error"] = np.where(ok, None, error)
+    return out.reset_index(drop=True)
+
+
+def load_human_numbers(path: Path) -> dict:
+    """The six human_* figures from analysis summary.json; nulls (with a warning) if absent."""
+    try:
+        summary = json.loads(Path(path).read_text(encoding="utf-8"))
+        return {alias: summary.get(alias) for alias, _ in HUMAN_ALIASES}
+    except (OSError, ValueError):
+        print(f"warning: {path} not readable; human reference numbers will be null", file=sys.stderr)
+        return {alias: None for alias, _ in HUMAN_ALIASES}
+
+
+def _record(key: str, value, m: dict, fields) -> dict:
+    return {key: value, **{f: m[f] for f in fields}, **{f: m[f] for f in EXTRA_FIELDS if f not in fields}}
+
+
+def evaluate(subset: Subset, rows: pd.DataFrame, predictions: pd.DataFrame, *, mode: str, endpoint,
+             threshold: float, filter_mode: str, filter_stats: dict, human: dict,
+             seed: int = METRIC_SEED, draws: int = METRIC_DRAWS) -> BenchmarkResult:
+    scored = predictions[predictions["ok"]].copy()
+    scored["pred_present"] = scored["pred_present"].astype(np.int64)
+    scored["clip"] = rows.loc[predictions["ok"].to_numpy(), "clip"].to_numpy()
+    scored["all_agree_binary"] = rows.loc[predictions["ok"].to_numpy(), "all_agree_binary"].to_numpy()
+    if subset.category_slice not in scored.columns:
+        scored[subset.category_slice] = rows.loc[predictions["ok"].to_numpy(), subset.category_slice].to_numpy()
+
+    overall = row_metrics(scored, seed, draws)
+    unanimous = row_metrics(scored[scored["all_agree_binary"]], seed, draws)
+    tables = {
+        f"metrics_by_{subset.type_slice}.csv": slice_metrics(scored, subset.type_slice, seed, draws),
+        "metrics_by_benchmark_bucket.csv": slice_metrics(scored, "benchmark_bucket", seed, draws),
+        f"metrics_by_{subset.category_slice}.csv": slice_metrics(scored, subset.category_slice, seed, draws),
+    }
+    p = float(predictions["majority_present"].mean()) if len(predictions) else None
+    sims = scored["similarity"].to_numpy()
+
+    def headline(m: dict) -> dict:
+        out = {f: m[f] for f in HEADLINE_FIELDS}
+        out["specificity"] = m["specificity"]
+        out["auroc"], out["average_precision"] = m["auroc"], m["average_precision"]
+        lo, hi = m["balanced_accuracy_ci_low"], m["balanced_accuracy_ci_high"]
+        out["balanced_accuracy_ci95"] = None if lo is None else [lo, hi]
+        out["band"] = band(m["balanced_accuracy"])
+        return out
+
+    s: dict = {
+        "subset": subset.name,
+        "mode": mode,
+        "endpoint": endpoint,
+        "threshold": float(threshold),
+        "filter_mode": filter_mode,
+        "filter_stats": filter_stats,
+        "rows_total": int(len(predictions)),
+        "rows_evaluated_ok": int(predictions["ok"].sum()),
+        "missing_audio": int((predictions["error"] == AUDIO_MISSING).sum()),
+        "evaluation_errors": int((~predictions["ok"] & (predictions["error"] != AUDIO_MISSING)).sum()),
+        "majority_baseline": max(p, 1 - p) if p is not None else 0.5,
+        **human,
+        "overall": headline(overall),
+        "unanimous_subset": headline(unanimous),
+    }
+    for key, file in ((subset.type_slice, f"metrics_by_{subset.type_slice}.csv"),
+                      ("benchmark_bucket", "metrics_by_benchmark_bucket.csv"),
+                      (subset.category_slice, f"metrics_by_{subset.category_slice}.csv")):
+        t = tables[file]
+        s[f"by_{key}"] = [_record(key, r[key], r, SLICE_FIELDS) for r in t.to_dict(orient="records")]
+    s["similarity"] = ({"min": float(sims.min()), "median": float(np.median(sims)), "max": float(sims.max())}
+                       if len(sims) else {"min": None, "median": None, "max": None})
+    s["bootstrap"] = {"seed": seed, "draws": draws, "unit": "clip", "interval": "percentile 95%"}
+    return BenchmarkResult(subset, predictions, tables, s)

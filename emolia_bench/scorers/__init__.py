@@ -1,0 +1,33 @@
+"""The registry of model backends.
+
+Each backend is one module exposing a class with ``mode`` (written to summary.json),
+``endpoint`` and ``score(rows, dataset_root, progress) -> ScoreResult``. Backends are imported
+only when chosen, so optional dependencies (HTTP, torch...) cost nothing until used.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+
+import numpy as np
+
+REGISTRY = {
+    "sham": ("emolia_bench.scorers.sham", "ShamScorer"),
+    "endpoint": ("emolia_bench.scorers.endpoint", "EndpointScorer"),
+}
+
+
+@dataclass
+class ScoreResult:
+    """One similarity per row (NaN where scoring failed) and the error text (None when ok)."""
+
+    similarity: np.ndarray
+    error: list[str | None]
+
+
+def get_scorer(name: str, **options):
+    if name not in REGISTRY:
+        raise ValueError(f"unknown scorer {name!r}; expected one of {', '.join(REGISTRY)}")
+    module, cls = REGISTRY[name]
+    return getattr(importlib.import_module(module), cls)(**options)

@@ -1,0 +1,277 @@
+"""Score rows through a remote similarity endpoint over HTTP (SPEC §4.3).
+
+Design, in the order a request meets it:
+
+* rows are ordered by clip, and the main thread reads each clip once: sha256 for the cache
+  key and, unless ``--no-audio-send``, base64 for the payload. Finished requests are answered
+  from the cache without touching the network.
+* work goes through a bounded queue to a fixed pool of worker threads, each with its own
+  keep-alive ``requests.Session``; memory holds at most a few clips' payloads at a time.
+* each request goes to the replica with the fewest requests in flight; a replica that fails
+  several times in a row is taken out of rotation for a cool-down.
+* timeouts, connection errors, 5xx, 429 (honouring ``Retry-After``) and unparseable bodies
+  are retried with exponential back-off and full jitter, within a per-request limit and a
+  budget for the whole run; a row that still fails is returned with its error, never dropped.
+* every success is appended to the on-disk cache as it arrives.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import math
+import queue
+import random
+import threading
+import time
+from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
+from pathlib import Path
+from urllib.parse import urlparse
+
+import numpy as np
+import pandas as pd
+
+from ..cache import ResponseCache, cache_key
+from ..io import InputError
+from . import ScoreResult
+
+RESPONSE_KEYS = ("similarity", "score", "logit")
+
+
+class BadResponse(Exception):
+    """The server answered, but not with a usable similarity."""
+
+
+def parse_similarity(data) -> float:
+    """The first of similarity / score / logit in a JSON object, as a finite float."""
+    if not isinstance(data, dict):
+        raise BadResponse(f"expected a JSON object, got {type(data).__name__}")
+    for key in RESPONSE_KEYS:
+        if key in data:
+            value = data[key]
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise BadResponse(f"'{key}' is {type(value).__name__}, expected a number")
+            if not math.isfinite(value):
+                raise BadResponse(f"'{key}' is not finite ({value})")
+            return float(value)
+    raise BadResponse("no 'similarity', 'score' or 'logit' in the response")
+
+
+def retry_after_seconds(header: str | None) -> float | None:
+    if not header:
+        return None
+    try:
+        return max(0.0, float(header))
+    except ValueError:
+        try:
+            return max(0.0, parsedate_to_datetime(header).timestamp() - time.time())
+        except (TypeError, ValueError, IndexError):
+            return None
+
+
+def check_endpoint_url(url: str) -> str:
+    p = urlparse(url)
+    if p.scheme not in ("http", "https") or not p.netloc:
+        raise InputError("--endpoint", f"{url!r} is not an http(s) URL; expected e.g. http://127.0.0.1:8765/v1/similarity")
+    return url
+
+
+class ReplicaPool:
+    """Least-outstanding-requests choice over replicas, with a cool-down for failing ones."""
+
+    def __init__(self, urls: list[str], fail_threshold: int = 3, cooldown: float = 5.0, max_cooldown: float = 60.0):
+        self.urls = urls
+        self.outstanding = [0] * len(urls)
+        self.failures = [0] * len(urls)
+        self.cool_until = [0.0] * len(urls)
+        self.cooldowns = [cooldown] * len(urls)
+        self.base_cooldown, self.max_cooldown, self.fail_threshold = cooldown, max_cooldown, fail_threshold
+        self.sent = [0] * len(urls)
+        self._lock = threading.Lock()
+
+    def acquire(self) -> int:
+        with self._lock:
+            now = time.monotonic()
+            live = [i for i in range(len(self.urls)) if self.cool_until[i] <= now]
+            # all cooling down: use the one that comes back first rather than stall
+            pool = live or [min(range(len(self.urls)), key=lambda i: self.cool_until[i])]
+            i = min(pool, key=lambda j: (self.outstanding[j], self.sent[j], j))
+            self.outstanding[i] += 1
+            self.sent[i] += 1
+            return i
+
+    def release(self, i: int, ok: bool) -> None:
+        with self._lock:
+            self.outstanding[i] -= 1
+            if ok:
+                self.failures[i] = 0
+                self.cooldowns[i] = self.base_cooldown
+                return
+            self.failures[i] += 1
+            if self.failures[i] >= self.fail_threshold and len(self.urls) > 1:
+                self.cool_until[i] = time.monotonic() + self.cooldowns[i]
+                self.cooldowns[i] = min(self.cooldowns[i] * 2, self.max_cooldown)
+                self.failures[i] = 0
+
+
+@dataclass
+class Task:
+    row: int
+    key: str
+    payload: dict
+
+
+class EndpointScorer:
+    mode = "remote"
+
+    def __init__(self, endpoints: list[str], timeout: float = 60.0, workers: int = 16, max_retries: int = 4,
+                 cache_dir: Path | None = None, fresh: bool = False, model_tag: str | None = None,
+                 send_audio: bool = True, backoff_base: float = 0.25, backoff_cap: float = 10.0,
+                 retry_budget: int | None = None):
+        if not endpoints:
+            raise ValueError("at least one endpoint URL is needed")
+        self.urls = [check_endpoint_url(u) for u in endpoints]
+        self.endpoint = self.urls[0] if len(self.urls) == 1 else self.urls
+        self.model_tag = model_tag or self.urls[0]
+        self.timeout, self.workers, self.max_retries = timeout, max(1, workers), max(0, max_retries)
+        self.cache_dir, self.fresh, self.send_audio = cache_dir, fresh, send_audio
+        self.backoff_base, self.backoff_cap, self.retry_budget = backoff_base, backoff_cap, retry_budget
+        self.stats = {"requests": 0, "retries": 0, "cache_hits": 0}
+
+    # -- one request ------------------------------------------------------------------------
+
+    def _post(self, session, pool: ReplicaPool, task: Task, budget: list[int], budget_lock) -> tuple[float | None, str | None]:
+        import requests
+
+        last = "no attempt made"
+        for attempt in range(self.max_retries + 1):
+            i = pool.acquire()
+            wait = None
+            try:
+                resp = session.post(pool.urls[i], json=task.payload, timeout=self.timeout)
+                self.stats["requests"] += 1
+                if resp.status_code == 429 or resp.status_code >= 500:
+                    last = f"HTTP {resp.status_code}"
+                    wait = retry_after_seconds(resp.headers.get("Retry-After"))
+                    pool.release(i, ok=False)
+                elif resp.status_code >= 400:
+                    pool.release(i, ok=True)  # the replica is healthy; the request is wrong
+                    return None, f"HTTP {resp.status_code}: {_error_text(resp)}"
+                else:
+                    try:
+                        value = parse_similarity(resp.json())
+                    except (ValueError, BadResponse) as e:
+                        pool.release(i, ok=False)
+                        last = f"bad response: {e if isinstance(e, BadResponse) else 'body is not JSON'}"
+                    else:
+                        pool.release(i, ok=True)
+                        return value, None
+            except requests.Timeout:
+                pool.release(i, ok=False)
+                last = f"timeout after {self.timeout:g} s"
+            except requests.RequestException as e:
+                pool.release(i, ok=False)
+                last = f"connection error: {type(e).__name__}"
+            if attempt == self.max_retries:
+                break
+            with budget_lock:
+                if budget[0] <= 0:
+                    last += " (run-wide retry budget exhausted)"
+                    break
+                budget[0] -= 1
+            self.stats["retries"] += 1
+            backoff = random.uniform(0, min(self.backoff_cap, self.backoff_base * 2**attempt))
+            time.sleep(min(max(backoff, wait or 0.0), 60.0))
+        attempts = attempt + 1
+        return None, f"{last} after {attempts} attempt{'s' if attempts > 1 else ''}"
+
+    # -- the run ----------------------------------------------------------------------------
+
+    def score(self, rows: pd.DataFrame, dataset_root: Path, progress=None) -> ScoreResult:
+        import requests
+
+        n = len(rows)
+        sims = np.full(n, np.nan)
+        errors: list[str | None] = [None] * n
+        cache = ResponseCache(self.cache_dir or Path(".cache/emolia-bench"), self.model_tag, fresh=self.fresh)
+        self.cache_path = cache.path
+        pool = ReplicaPool(self.urls)
+        budget = [self.retry_budget if self.retry_budget is not None else max(100, n // 5)]
+        budget_lock, progress_lock = threading.Lock(), threading.Lock()
+        tasks: queue.Queue = queue.Queue(maxsize=self.workers * 2)
+        n_errors = [0]
+
+        def done(row: int, value: float | None, error: str | None) -> None:
+            if error is None:
+                sims[row] = value
+            else:
+                errors[row] = error
+            if progress is not None:
+                with progress_lock:
+                    if error is not None:
+                        n_errors[0] += 1
+                        progress.set_postfix(errors=n_errors[0], refresh=False)
+                    progress.update(1)
+
+        def worker() -> None:
+            with requests.Session() as session:
+                adapter = requests.adapters.HTTPAdapter(pool_connections=len(self.urls), pool_maxsize=len(self.urls), max_retries=0)
+                session.mount("http://", adapter)
+                session.mount("https://", adapter)
+                while (task := tasks.get()) is not None:
+                    value, error = self._post(session, pool, task, budget, budget_lock)
+                    if error is None:
+                        cache.put(task.key, value)
+                    done(task.row, value, error)
+
+        threads = [threading.Thread(target=worker, daemon=True, name=f"endpoint-{k}") for k in range(self.workers)]
+        for t in threads:
+            t.start()
+        try:
+            positions = np.argsort(rows["audio_path"].to_numpy(dtype=str), kind="stable")
+            current_path, sha, b64 = None, None, None
+            for row in positions:
+                r = rows.iloc[row]
+                if r["audio_path"] != current_path:
+                    current_path = r["audio_path"]
+                    try:
+                        data = (Path(dataset_root) / current_path).read_bytes()
+                    except OSError as e:
+                        sha = None
+                        read_error = f"audio_unreadable: {e.strerror or type(e).__name__}"
+                    else:
+                        sha = hashlib.sha256(data).hexdigest()
+                        b64 = base64.b64encode(data).decode("ascii") if self.send_audio else None
+                if sha is None:
+                    done(row, None, read_error)
+                    continue
+                key = cache_key(self.model_tag, sha, r["prompt"], r["item_stem"])
+                hit = cache.get(key)
+                if hit is not None:
+                    self.stats["cache_hits"] += 1
+                    done(row, hit, None)
+                    continue
+                payload = {"text": r["prompt"], "audio_filename": Path(current_path).name,
+                           "audio_path": current_path, "item_stem": r["item_stem"]}
+                if self.send_audio:
+                    payload["audio_base64"] = b64
+                tasks.put(Task(int(row), key, payload))  # blocks while the workers are busy
+        finally:
+            for _ in threads:
+                tasks.put(None)
+            for t in threads:
+                t.join()
+            cache.close()
+        self.replica_requests = dict(zip(self.urls, pool.sent, strict=True))
+        return ScoreResult(similarity=sims, error=errors)
+
+
+def _error_text(resp) -> str:
+    try:
+        data = resp.json()
+        if isinstance(data, dict) and "error" in data:
+            return str(data["error"])[:200]
+    except ValueError:
+        pass
+    return (resp.reason or "")[:200]

@@ -1,0 +1,93 @@
+"""Which labelled items a benchmark run scores, and what it sends for each (SPEC §4.1–4.2)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .io import InputError, check_pattern, check_values, load_rubric, read_csv_strings
+from .subsets import SUBSETS, Subset
+
+BOOL_VALUES = ("True", "False")
+
+
+def load_labels(path: Path, subset: Subset) -> pd.DataFrame:
+    """benchmark_labels.csv of ``subset``, validated; refuses a file from another subset."""
+    path = Path(path)
+    required = [*subset.item_key, "majority_present", "benchmark_bucket", "n_raters", "all_agree_binary"]
+    if subset.has_flags:
+        required.append("flagged")
+    try:
+        df = read_csv_strings(path, required, allow_no_rows=True)
+    except InputError as e:
+        header = path.read_text(encoding="utf-8", errors="replace").split("\n", 1)[0].split(",") if path.is_file() else []
+        other = [s.name for s in SUBSETS.values() if s is not subset and set(s.item_key) <= set(h.strip() for h in header)]
+        if other:
+            raise InputError(path, f"is a labels file of {other[0]}, not {subset.name}; expected the "
+                                   f"benchmark_labels.csv that analysis.py wrote for {subset.name}", column=e.column) from None
+        raise
+    check_values(path, df, "majority_present", ("0", "1"))
+    for col in ("all_agree_binary", *(("flagged",) if subset.has_flags else ())):
+        check_values(path, df, col, BOOL_VALUES)
+    check_pattern(path, df, "n_raters", r"[1-9]\d*", "a positive integer")
+    for col, allowed in subset.categories.items():
+        check_values(path, df, col, allowed)
+    out = df.copy()
+    out["majority_present"] = out["majority_present"].astype(np.int64)
+    out["n_raters"] = out["n_raters"].astype(np.int64)
+    out["all_agree_binary"] = out["all_agree_binary"] == "True"
+    out["flagged"] = (out["flagged"] == "True") if subset.has_flags else False
+    return out
+
+
+@dataclass(frozen=True)
+class Filters:
+    min_raters: int = 1
+    exclude_flagged: bool = False
+    unanimous_only: bool = False
+
+    def mode_name(self, subset: Subset) -> str:
+        """A readable name for the filter combination, as upstream prints it."""
+        flags_ok = self.exclude_flagged or not subset.has_flags
+        if self.min_raters <= 1 and not self.exclude_flagged and not self.unanimous_only:
+            return "all (every item, single-rater allowed, flags allowed)"
+        if self.min_raters == 2 and flags_ok and not self.unanimous_only:
+            return "stronger-evidence (≥2 raters, no flags)"
+        if self.unanimous_only and self.min_raters <= 2 and not self.exclude_flagged:
+            return "unanimous-only (≥2 raters, all agree)"
+        parts = [f"≥{max(self.min_raters, 1)} raters", "no flags" if self.exclude_flagged else "flags allowed",
+                 "unanimous only" if self.unanimous_only else "any agreement"]
+        return f"custom ({', '.join(parts)})"
+
+
+def apply_filters(labels: pd.DataFrame, f: Filters) -> tuple[pd.DataFrame, dict]:
+    """Filters in the SPEC's order: min raters, flags, unanimity. Returns kept rows and stats."""
+    stats = {"input": int(len(labels))}
+    kept = labels[labels["n_raters"] >= f.min_raters]
+    stats["dropped_below_min_raters"] = int(len(labels) - len(kept))
+    n = len(kept)
+    if f.exclude_flagged:
+        kept = kept[~kept["flagged"].astype(bool)]
+    stats["dropped_flagged"] = int(n - len(kept))
+    n = len(kept)
+    if f.unanimous_only:
+        kept = kept[kept["all_agree_binary"]]
+    stats["dropped_non_unanimous"] = int(n - len(kept))
+    stats["kept"] = int(len(kept))
+    return kept.reset_index(drop=True), stats
+
+
+def build_rows(kept: pd.DataFrame, subset: Subset, dataset_root: Path) -> pd.DataFrame:
+    """Add ``prompt``, ``audio_path`` (relative to the dataset root; None when the clip is
+    missing), ``item_stem`` and ``clip`` (the unit the bootstrap resamples)."""
+    rubric = load_rubric(Path(dataset_root) / subset.rubric_file) if subset.rubric_file else None
+    rows = kept.copy()
+    rows["prompt"] = subset.prompt(rows, rubric) if len(rows) else pd.Series(dtype=object)
+    rows["audio_path"] = subset.audio_paths(rows, Path(dataset_root)) if len(rows) else pd.Series(dtype=object)
+    rows["item_stem"] = subset.sham_stem(rows) if len(rows) else pd.Series(dtype=object)
+    # a clip is its file; when missing, its expected identity (stem) keeps rows of one clip together
+    rows["clip"] = rows["audio_path"].where(rows["audio_path"].notna(), rows["item_stem"]) if len(rows) else rows["item_stem"]
+    return rows
