@@ -1,0 +1,141 @@
+"""A local stand-in for a CLAP similarity endpoint (SPEC §5), on the standard library.
+
+POST /v1/similarity with the payload of SPEC §4.3 -> ``{"similarity": …}``, the sham score of
+``item_stem`` (or the stem of ``audio_filename``) and ``text``; GET /health -> 200.
+Errors are JSON ``{"error": …}``: 400 bad JSON / missing or mistyped fields / a path outside the
+dataset root, 404 unknown URL or clip, 411 no Content-Length, 413 body over the limit (refused
+from the header, never read). Slow clients hit a socket timeout. File contents are never read
+or echoed: with a dataset root the server only checks that the clip exists inside it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path, PurePosixPath
+
+from .scorers.sham import sham_similarity
+
+
+class PathRefused(ValueError):
+    pass
+
+
+def resolve_inside(root: Path, rel: str) -> Path:
+    """``root/rel`` if it stays inside ``root`` after resolving ``..`` and symlinks."""
+    if not rel or "\x00" in rel or "\\" in rel:
+        raise PathRefused("audio_path is empty or contains a forbidden character")
+    pure = PurePosixPath(rel)
+    if pure.is_absolute() or ".." in pure.parts:
+        raise PathRefused("audio_path must be relative to the dataset root, without '..'")
+    real_root = os.path.realpath(root)
+    real = os.path.realpath(os.path.join(real_root, *pure.parts))
+    if os.path.commonpath([real_root, real]) != real_root:
+        raise PathRefused("audio_path escapes the dataset root")
+    return Path(real)
+
+
+class ShamHandler(BaseHTTPRequestHandler):
+    server_version = "emolia-sham/1"
+    protocol_version = "HTTP/1.1"  # keep-alive, so clients reuse connections
+    timeout = 10  # seconds a client may stall mid-request before the socket is dropped
+
+    # set on the server object by make_server
+    @property
+    def config(self):
+        return self.server.config
+
+    def log_message(self, fmt, *args):
+        if self.config["verbose"]:
+            super().log_message(fmt, *args)
+
+    def _send(self, status: int, body: dict, close: bool = False) -> None:
+        data = (json.dumps(body) + "\n").encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        if close:
+            self.send_header("Connection", "close")
+            self.close_connection = True
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):
+        if self.path.split("?")[0] == "/health":
+            self._send(200, {"status": "ok"})
+        else:
+            self._send(404, {"error": "unknown path; POST /v1/similarity or GET /health"})
+
+    def do_POST(self):
+        length_header = self.headers.get("Content-Length")
+        if self.path.split("?")[0] != "/v1/similarity":
+            # the body is not read, so this connection cannot be reused
+            return self._send(404, {"error": "unknown path; POST /v1/similarity"}, close=True)
+        if length_header is None:
+            return self._send(411, {"error": "Content-Length required"}, close=True)
+        try:
+            length = int(length_header)
+            if length < 0:
+                raise ValueError
+        except ValueError:
+            return self._send(400, {"error": "bad Content-Length"}, close=True)
+        if length > self.config["max_body"]:
+            return self._send(413, {"error": f"body of {length} bytes exceeds the limit of {self.config['max_body']}"},
+                              close=True)
+        body = self.rfile.read(length)
+        if len(body) < length:
+            self.close_connection = True
+            return
+        try:
+            payload = json.loads(body)
+        except (ValueError, UnicodeDecodeError):
+            return self._send(400, {"error": "body is not valid JSON"})
+        if not isinstance(payload, dict):
+            return self._send(400, {"error": "body must be a JSON object"})
+        text = payload.get("text")
+        if not isinstance(text, str) or not text:
+            return self._send(400, {"error": "'text' must be a non-empty string"})
+        for field in ("item_stem", "audio_filename", "audio_path", "audio_base64"):
+            if field in payload and payload[field] is not None and not isinstance(payload[field], str):
+                return self._send(400, {"error": f"'{field}' must be a string"})
+        stem = payload.get("item_stem") or (
+            PurePosixPath(payload["audio_filename"]).stem if payload.get("audio_filename") else None)
+        if not stem:
+            return self._send(400, {"error": "need 'item_stem' or 'audio_filename'"})
+        root = self.config["dataset_root"]
+        if root is not None and payload.get("audio_path") is not None:
+            try:
+                clip = resolve_inside(root, payload["audio_path"])
+            except PathRefused as e:
+                return self._send(400, {"error": str(e)})
+            if not clip.is_file():
+                return self._send(404, {"error": "no clip at audio_path under the dataset root"})
+        if self.config["latency"] > 0:
+            time.sleep(self.config["latency"])
+        self._send(200, {"similarity": sham_similarity(stem, text)})
+
+
+class ShamServer(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 256
+
+
+def make_server(host: str = "127.0.0.1", port: int = 8765, *, max_body_mb: float = 64.0, latency_ms: float = 0.0,
+                dataset_root: Path | None = None, verbose: bool = False) -> ShamServer:
+    server = ShamServer((host, port), ShamHandler)
+    server.config = {
+        "max_body": int(max_body_mb * 1024 * 1024),
+        "latency": latency_ms / 1000.0,
+        "dataset_root": Path(dataset_root).resolve() if dataset_root is not None else None,
+        "verbose": verbose,
+    }
+    return server
+
+
+def url_of(server: ShamServer) -> str:
+    host, port = server.server_address[:2]
+    return f"http://{host}:{port}/v1/similarity"
+
+

@@ -1,0 +1,80 @@
+"""In-process HTTP servers for tests: bound to 127.0.0.1 on a free port, stopped by the test."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from emolia_bench.scorers.sham import sham_similarity
+
+
+class ScriptedHandler(BaseHTTPRequestHandler):
+    """Answers like the sham server, unless the server's ``fault(payload, attempt)`` says
+    otherwise: it returns None (answer normally) or one of '500', '429', 'nonjson', 'drop',
+    'stall', 'nofield', 'nan', '400'."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def _reply(self, status, body: bytes, headers=()):
+        self.send_response(status)
+        for k, v in headers:
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_POST(self):
+        srv = self.server
+        payload = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        key = (payload["item_stem"], payload["text"])
+        with srv.lock:
+            srv.payloads.append(payload)
+            attempt = srv.attempts.get(key, 0)
+            srv.attempts[key] = attempt + 1
+        if srv.latency:
+            time.sleep(srv.latency)
+        fault = srv.fault(payload, attempt) if srv.fault else None
+        if fault == "500":
+            return self._reply(500, b'{"error": "boom"}')
+        if fault == "429":
+            return self._reply(429, b'{"error": "slow down"}', [("Retry-After", "1")])
+        if fault == "nonjson":
+            return self._reply(200, b"<html>proxy error</html>")
+        if fault == "nofield":
+            return self._reply(200, b'{"result": 0.5}')
+        if fault == "nan":
+            return self._reply(200, b'{"similarity": NaN}')
+        if fault == "400":
+            return self._reply(400, b'{"error": "bad request"}')
+        if fault == "drop":
+            self.close_connection = True
+            self.connection.close()
+            return
+        if fault == "stall":
+            time.sleep(srv.stall)
+            self.close_connection = True
+            return
+        body = json.dumps({"similarity": sham_similarity(payload["item_stem"], payload["text"])}).encode()
+        self._reply(200, body)
+
+
+@contextmanager
+def scripted_server(fault=None, latency: float = 0.0, stall: float = 2.0):
+    server = ThreadingHTTPServer(("127.0.0.1", 0), ScriptedHandler)
+    server.daemon_threads = True
+    server.fault, server.latency, server.stall = fault, latency, stall
+    server.lock, server.payloads, server.attempts = threading.Lock(), [], {}
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server, f"http://127.0.0.1:{server.server_address[1]}/v1/similarity"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)

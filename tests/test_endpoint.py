@@ -1,0 +1,165 @@
+"""The endpoint path: server ↔ local sham equality, faults without a lost row, resume after
+kill -9, payload shape, --no-audio-send. Servers bind 127.0.0.1 on free ports and stop here."""
+
+import base64
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pandas as pd
+import pytest
+
+from emolia_bench.sham_server import make_server, url_of
+
+from .conftest import REPO, WORKED, needs, run_script
+from .servers import scripted_server
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    """Demo labels (analysis of the committed annotations) and the sham-mode predictions."""
+    root = tmp_path_factory.mktemp("demo")
+    assert run_script("analysis.py", "--output-root", root / "an").returncode == 0
+    r = run_script("benchmark.py", "--analysis-root", root / "an", "--output-dir", root / "sham")
+    assert r.returncode == 0, r.stderr
+    return root
+
+
+@pytest.fixture
+def sham_server():
+    server = make_server("127.0.0.1", 0, dataset_root=REPO / "dataset")
+    t = threading.Thread(target=server.serve_forever, daemon=True)
+    t.start()
+    yield url_of(server)
+    server.shutdown()
+    server.server_close()
+
+
+def bench(demo, out, url, *extra):
+    return run_script("benchmark.py", "--analysis-root", demo / "an", "--output-dir", out, "--endpoint", url,
+                      "--cache-dir", out / "cache", *extra)
+
+
+def preds(path):
+    return pd.read_csv(path, keep_default_na=False)
+
+
+def test_server_scores_equal_local_sham_on_every_row(demo, sham_server, tmp_path):
+    r = bench(demo, tmp_path, sham_server)
+    assert r.returncode == 0, r.stderr
+    for subset in ("emolia-emo", "emolia-dim"):
+        local, remote = preds(demo / "sham" / subset / "predictions.csv"), preds(tmp_path / subset / "predictions.csv")
+        assert len(local) == len(remote) > 200
+        assert (local["similarity"] == remote["similarity"]).all()  # exact, not approximate
+        assert (local["pred_present"] == remote["pred_present"]).all()
+        s = json.loads((tmp_path / subset / "summary.json").read_text())
+        assert s["mode"] == "remote" and s["endpoint"] == sham_server
+
+
+def test_faults_are_retried_and_no_row_is_lost(demo, tmp_path):
+    kinds = ["500", "429", "nonjson", "drop", "stall", "nofield", "nan"]
+
+    def fault(payload, attempt):
+        # every 6th item fails once, cycling through the kinds of fault; retries then succeed
+        h = sum(map(ord, payload["item_stem"] + payload["text"]))
+        return kinds[(h // 6) % len(kinds)] if attempt == 0 and h % 6 == 0 else None
+
+    with scripted_server(fault, stall=3.0) as (server, url):
+        r = bench(demo, tmp_path, url, "--subset", "emolia-dim", "--timeout", "1", "--workers", "8")
+        seen = {server.fault(p, 0) for p in server.payloads} - {None}
+    assert r.returncode == 0, r.stderr
+    assert seen == set(kinds)  # every kind of fault was really served
+    local, remote = preds(demo / "sham/emolia-dim/predictions.csv"), preds(tmp_path / "emolia-dim/predictions.csv")
+    assert len(remote) == len(local) and remote["ok"].all()
+    assert (local["similarity"] == remote["similarity"]).all()
+
+
+def test_rows_that_keep_failing_are_written_with_their_error(demo, tmp_path):
+    def fault(payload, attempt):
+        if payload["item_stem"].startswith("sample_00"):
+            return "500"
+        if payload["item_stem"].startswith("sample_01"):
+            return "400"
+        return None
+
+    with scripted_server(fault) as (server, url):
+        r = bench(demo, tmp_path, url, "--subset", "emolia-dim", "--max-retries", "2")
+    assert r.returncode == 1
+    p = preds(tmp_path / "emolia-dim/predictions.csv")
+    failing = p[p["file_name"].isin(["sample_00.mp3", "sample_01.mp3"])]
+    assert len(failing) > 0 and not failing["ok"].any()
+    assert failing.loc[failing["file_name"] == "sample_00.mp3", "error"].str.contains("HTTP 500 after 3 attempts").all()
+    assert failing.loc[failing["file_name"] == "sample_01.mp3", "error"].str.startswith("HTTP 400").all()
+    assert p.loc[~p.index.isin(failing.index), "ok"].all()
+    s = json.loads((tmp_path / "emolia-dim/summary.json").read_text())
+    assert s["evaluation_errors"] == len(failing) and s["rows_evaluated_ok"] == len(p) - len(failing)
+    assert f"{len(failing):,} scoring errors" in (tmp_path / "emolia-dim/report.md").read_text()
+    # 400 is not retried; 500 is retried twice
+    attempts = {k[0].split("__")[0]: v for k, v in server.attempts.items()}
+    assert attempts["sample_01"] == 1 and attempts["sample_00"] == 3
+
+
+def test_payload_shape_and_no_audio_send(demo, tmp_path):
+    with scripted_server() as (server, url):
+        assert bench(demo, tmp_path / "a", url, "--subset", "emolia-dim", "--limit", "5").returncode == 0
+        sent = list(server.payloads)
+        server.payloads.clear()
+        assert bench(demo, tmp_path / "b", url, "--subset", "emolia-dim", "--limit", "5", "--no-audio-send",
+                     "--fresh").returncode == 0
+        bare = list(server.payloads)
+    assert len(sent) == 5
+    for p in sent:
+        assert set(p) == {"text", "audio_filename", "audio_base64", "audio_path", "item_stem"}
+        clip = REPO / "dataset" / p["audio_path"]
+        assert base64.b64decode(p["audio_base64"], validate=True) == clip.read_bytes()
+        assert p["audio_filename"] == clip.name and not p["audio_path"].startswith("/")
+        assert p["item_stem"].startswith(clip.stem + "__")
+    assert len(bare) == 5 and all("audio_base64" not in p for p in bare)
+
+
+def test_kill_and_resume_repeats_only_in_flight_requests(demo, tmp_path):
+    workers = 4
+    with scripted_server(latency=0.05) as (server, url):
+        cmd = [sys.executable, str(REPO / "benchmark.py"), "--analysis-root", str(demo / "an"), "--output-dir",
+               str(tmp_path / "out"), "--endpoint", url, "--cache-dir", str(tmp_path / "cache"), "--workers", str(workers)]
+        proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 30
+        while len(server.payloads) < 60 and time.time() < deadline:
+            time.sleep(0.02)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        first = {(p["item_stem"], p["text"]) for p in server.payloads}
+        assert 60 <= len(first) < 540  # killed mid-run
+        assert not (tmp_path / "out").exists()  # nothing half-written
+        server.payloads.clear()
+        r = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        second = [(p["item_stem"], p["text"]) for p in server.payloads]
+    repeated = first & set(second)
+    assert len(repeated) <= workers  # at most the requests that were in flight
+    assert len(first) + len(second) - len(repeated) == 540
+    assert "answered from the cache" in r.stdout
+
+
+@needs(WORKED)
+def test_identical_clip_bytes_do_not_share_an_answer(tmp_path):
+    # the worked example's clips are all empty files: same sha256, different items
+    import shutil
+    shutil.copytree(WORKED / "input", tmp_path, dirs_exist_ok=True)
+    assert run_script("analysis.py", cwd=tmp_path).returncode == 0
+    assert run_script("benchmark.py", "--output-dir", "sham", cwd=tmp_path).returncode == 0
+    with scripted_server() as (server, url):
+        r = run_script("benchmark.py", "--output-dir", "remote", "--endpoint", url, "--cache-dir", "cache", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    for s in ("emolia-emo", "emolia-dim"):
+        assert (preds(tmp_path / "sham" / s / "predictions.csv")["similarity"]
+                == preds(tmp_path / "remote" / s / "predictions.csv")["similarity"]).all()
+
+
+def test_bad_endpoint_url_is_refused():
+    r = run_script("benchmark.py", "--endpoint", "localhost:8765")
+    assert r.returncode == 2 and "--endpoint" in r.stderr and "Traceback" not in r.stderr

@@ -1,0 +1,110 @@
+"""Metric values on hand-computed fixtures, and shared invariants every metric must satisfy."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from emolia_bench.metrics import (
+    balanced_accuracy_interval,
+    band,
+    binary_metrics,
+    check_binary,
+    confusion,
+    ranking_metrics,
+)
+
+# truth 1 1 1 1 0 0 0 ; pred 1 1 0 0 1 0 0
+#  tp=2 fn=2 fp=1 tn=2 -> accuracy 4/7, recall 1/2, specificity 2/3, BA 7/12,
+#  precision 2/3, F1 = 2·(2/3)(1/2)/(2/3+1/2) = (2/3)/(7/6) = 4/7
+T = [1, 1, 1, 1, 0, 0, 0]
+P = [1, 1, 0, 0, 1, 0, 0]
+
+
+def test_hand_computed_values():
+    m = binary_metrics(T, P)
+    assert (m["tp"], m["fp"], m["tn"], m["fn"], m["n"]) == (2.0, 1.0, 2.0, 2.0, 7.0)
+    assert m["accuracy"] == pytest.approx(4 / 7)
+    assert m["recall"] == 0.5 and m["specificity"] == pytest.approx(2 / 3)
+    assert m["balanced_accuracy"] == pytest.approx(7 / 12)
+    assert m["precision"] == pytest.approx(2 / 3)
+    assert m["f1"] == pytest.approx(4 / 7)
+
+
+def test_undefined_cases_are_none():
+    one_class = binary_metrics([1, 1, 1], [0, 0, 0])  # no negatives, no positive predictions
+    assert one_class["balanced_accuracy"] is None and one_class["specificity"] is None
+    assert one_class["precision"] is None and one_class["f1"] is None and one_class["recall"] == 0.0
+    empty = binary_metrics([], [])
+    assert empty["n"] == 0.0 and empty["accuracy"] is None and empty["balanced_accuracy"] is None
+    zero = binary_metrics([1, 0], [0, 1])  # precision 0, recall 0 -> F1 undefined
+    assert zero["precision"] == 0.0 and zero["recall"] == 0.0 and zero["f1"] is None
+    assert ranking_metrics([1, 1], [0.1, 0.2]) == {"auroc": None, "average_precision": None}
+
+
+def test_ranking_metrics_hand_computed():
+    # positives score 0.9, 0.4; negatives 0.5, 0.1: pairs (pos > neg): (0.9>0.5)(0.9>0.1)(0.4>0.1) = 3 of 4
+    # AP: ranks 0.9(+) 0.5(-) 0.4(+) 0.1(-): precision at the positives 1/1 and 2/3 -> (1 + 2/3)/2 = 5/6
+    r = ranking_metrics([1, 0, 1, 0], [0.9, 0.5, 0.4, 0.1])
+    assert r["auroc"] == pytest.approx(0.75) and r["average_precision"] == pytest.approx(5 / 6)
+
+
+def test_validator_rejects_bad_input():
+    for bad in ([2, 0], [0.5, 1]):
+        with pytest.raises(ValueError):
+            check_binary(bad, [0, 1])
+    with pytest.raises(ValueError):
+        check_binary([0, 1], [0])
+    with pytest.raises(ValueError):
+        check_binary([0, 1], scores=[0.1, float("nan")])
+
+
+def test_bands():
+    assert [band(x) for x in (0.5, 0.55, 0.649, 0.7, 0.8, 0.85, None)] == [
+        "Bad", "Weak", "Weak", "Medium", "Good", "Excellent", "n/a"]
+
+
+RNG = np.random.default_rng(0)
+CASES = [(RNG.integers(0, 2, n), RNG.integers(0, 2, n)) for n in (2, 5, 17, 100)] + [(np.array(T), np.array(P))]
+
+
+@pytest.mark.parametrize("t,p", CASES)
+def test_shared_invariants(t, p):
+    m = binary_metrics(t, p)
+    # counts add up and agree with sklearn's confusion matrix
+    assert m["tp"] + m["fp"] + m["tn"] + m["fn"] == m["n"] == len(t)
+    assert confusion(t, p) == (m["tp"], m["fp"], m["tn"], m["fn"])
+    # every defined value is a fraction
+    for k in ("accuracy", "balanced_accuracy", "precision", "recall", "specificity", "f1"):
+        assert m[k] is None or 0.0 <= m[k] <= 1.0
+    # perfect predictions score 1 wherever defined; inverted predictions score 0 on BA
+    perfect = binary_metrics(t, t)
+    assert perfect["accuracy"] == 1.0
+    if t.min() != t.max():
+        assert perfect["balanced_accuracy"] == 1.0 and binary_metrics(t, 1 - t)["balanced_accuracy"] == 0.0
+        from sklearn.metrics import balanced_accuracy_score
+        assert m["balanced_accuracy"] == pytest.approx(balanced_accuracy_score(t, p))
+    # swapping the class labels swaps recall and specificity, and leaves BA unchanged
+    s = binary_metrics(1 - t, 1 - p)
+    assert s["recall"] == m["specificity"] and s["balanced_accuracy"] == m["balanced_accuracy"]
+    # order of rows never matters
+    perm = RNG.permutation(len(t))
+    assert binary_metrics(t[perm], p[perm]) == m
+
+
+def test_clip_bootstrap_moves_rows_of_a_clip_together():
+    # Two clips, each with one positive and one negative row: clip A all right, clip B all wrong.
+    # Any resample of clips has both classes, and its BA is the share of A draws: 0, 0.5 or 1.
+    t, p = [1, 0, 1, 0], [1, 0, 0, 1]
+    ci = balanced_accuracy_interval(t, p, ["A", "A", "B", "B"], seed=0, draws=1000)
+    assert ci == [0.0, 1.0]
+    # with each row its own clip, resamples can lack a class; defined draws still bracket 0.5
+    ci_rows = balanced_accuracy_interval(t, p, ["a", "b", "c", "d"], seed=0, draws=1000)
+    assert ci_rows[0] <= 0.5 <= ci_rows[1]
+    assert balanced_accuracy_interval([1, 1], [1, 0], ["a", "b"]) is None
+
+
+def test_interval_is_deterministic_for_a_seed():
+    t = RNG.integers(0, 2, 200)
+    p = RNG.integers(0, 2, 200)
+    clips = pd.Series(np.arange(200) // 3).astype(str)
+    assert balanced_accuracy_interval(t, p, clips, seed=5) == balanced_accuracy_interval(t, p, clips, seed=5)
