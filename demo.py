@@ -5,14 +5,18 @@
 
 Each stage is the real top-level script, run as a subprocess with its command printed:
 anonymize (on a copy of examples/annotations_raw, so the committed map is never touched)
--> analysis -> benchmark with the sham scorer -> benchmark through a local sham server.
+-> analysis -> benchmark with the sham scorer -> benchmark through a local sham server
+(started on a free loopback port and stopped afterwards), whose scores must equal the sham
+scores on every row.
 Stops at the first stage that fails, with that stage's exit code.
 """
 
 import argparse
+import csv
 import shutil
 import subprocess
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent
@@ -25,6 +29,27 @@ def stage(*args) -> None:
     if code != 0:
         print(f"stage failed with exit code {code}", file=sys.stderr)
         sys.exit(code)
+
+
+@contextmanager
+def sham_server(dataset_root: Path):
+    """Start sham_clap_server.py on a free loopback port; stop it on exit."""
+    cmd = [sys.executable, str(REPO / "sham_clap_server.py"), "--port", "0", "--dataset-root", str(dataset_root)]
+    print("$", " ".join(["python", *cmd[1:]]), "&", flush=True)
+    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        if "http://" not in line:
+            sys.exit(f"sham server did not start (exit code {proc.poll()})")
+        yield line.split()[-1]
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def similarities(path: Path) -> list[str]:
+    with open(path, newline="") as f:
+        return [row["similarity"] for row in csv.DictReader(f)]
 
 
 def main() -> None:
@@ -40,7 +65,18 @@ def main() -> None:
     shutil.copytree(REPO / "examples" / "annotations_raw", raw)
     stage("anonymize.py", "--raw-root", raw, "--out-root", work / "annotations")
     stage("analysis.py", "--annotations-root", work / "annotations", "--output-root", work / "analysis_outputs")
-    print(f"\ndone: reports in {work}/analysis_outputs/report.md")
+    stage("benchmark.py", "--analysis-root", work / "analysis_outputs", "--dataset-root", REPO / "dataset",
+          "--output-dir", work / "benchmark_sham")
+    with sham_server(REPO / "dataset") as url:
+        stage("benchmark.py", "--analysis-root", work / "analysis_outputs", "--dataset-root", REPO / "dataset",
+              "--output-dir", work / "benchmark_server", "--endpoint", url, "--cache-dir", work / "cache", "--fresh")
+    for subset in ("emolia-emo", "emolia-dim"):
+        local = similarities(work / "benchmark_sham" / subset / "predictions.csv")
+        remote = similarities(work / "benchmark_server" / subset / "predictions.csv")
+        if local != remote:
+            sys.exit(f"{subset}: scores through the sham server differ from local sham scores")
+        print(f"{subset}: all {len(local)} scores through the server equal the local sham scores")
+    print(f"\ndone: reports in {work}/analysis_outputs/report.md and {work}/benchmark_sham/<subset>/report.md")
 
 
 if __name__ == "__main__":

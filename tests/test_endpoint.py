@@ -123,7 +123,7 @@ def test_payload_shape_and_no_audio_send(demo, tmp_path):
 
 def test_kill_and_resume_repeats_only_in_flight_requests(demo, tmp_path):
     workers = 4
-    with scripted_server(latency=0.05) as (server, url):
+    with scripted_server(latency=0.03) as (server, url):
         cmd = [sys.executable, str(REPO / "benchmark.py"), "--analysis-root", str(demo / "an"), "--output-dir",
                str(tmp_path / "out"), "--endpoint", url, "--cache-dir", str(tmp_path / "cache"), "--workers", str(workers)]
         proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
