@@ -13,17 +13,10 @@ before anything is written, and each file is replaced atomically.
 import argparse
 from pathlib import Path
 
-from emolia_bench.agreement import BOOTSTRAP_DRAWS, BOOTSTRAP_SEED
 from emolia_bench.cli import run
-from emolia_bench.io import (
-    csv_bytes,
-    json_bytes,
-    load_annotations,
-    load_flags,
-    load_users,
-    write_outputs,
-)
-from emolia_bench.subsets import SUBSETS, resolve_subsets
+from emolia_bench.defaults import BOOTSTRAP_DRAWS, BOOTSTRAP_SEED
+
+SUBSET_NAMES = ["emolia-emo", "emolia-dim"]  # checked against emolia_bench.subsets by the tests
 
 
 def main() -> int:
@@ -32,7 +25,7 @@ def main() -> int:
                         help="folder with one anonymized export folder per subset (default: annotations)")
     parser.add_argument("--output-root", type=Path, default=Path("analysis_outputs"),
                         help="where results are written (default: analysis_outputs)")
-    parser.add_argument("--subsets", nargs="+", default=["both"], choices=[*SUBSETS, "both"],
+    parser.add_argument("--subsets", nargs="+", default=["both"], choices=[*SUBSET_NAMES, "both"],
                         help="subsets to analyse (default: both; a subset whose folder is absent is an error)")
     parser.add_argument("--bootstrap-draws", type=int, default=BOOTSTRAP_DRAWS,
                         help=f"bootstrap resamples for the ceiling intervals (default: {BOOTSTRAP_DRAWS}, minimum 1000)")
@@ -43,7 +36,16 @@ def main() -> int:
 
     # Heavy imports after argument parsing, so --help is instant.
     from emolia_bench.analysis import analyze_subset
+    from emolia_bench.io import (
+        csv_bytes,
+        json_bytes,
+        load_annotations,
+        load_flags,
+        load_users,
+        write_outputs,
+    )
     from emolia_bench.reports import analysis_report, subset_section
+    from emolia_bench.subsets import resolve_subsets
 
     results = []
     for subset in resolve_subsets(args.subsets):

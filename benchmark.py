@@ -25,14 +25,15 @@ import sys
 from pathlib import Path
 
 from emolia_bench.cli import EXIT_PARTIAL, run
-from emolia_bench.io import csv_bytes, json_bytes, write_outputs
-from emolia_bench.metrics import METRIC_DRAWS, METRIC_SEED
-from emolia_bench.subsets import SUBSETS, resolve_subsets
+from emolia_bench.defaults import BOOTSTRAP_DRAWS as METRIC_DRAWS
+from emolia_bench.defaults import BOOTSTRAP_SEED as METRIC_SEED
+
+SUBSET_NAMES = ["emolia-emo", "emolia-dim"]  # checked against emolia_bench.subsets by the tests
 
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--subset", default="both", choices=[*SUBSETS, "both"], help="subset to score (default: both)")
+    p.add_argument("--subset", default="both", choices=[*SUBSET_NAMES, "both"], help="subset to score (default: both)")
     p.add_argument("--analysis-root", type=Path, default=Path("analysis_outputs"),
                    help="where analysis.py wrote its outputs (default: analysis_outputs)")
     p.add_argument("--dataset-root", type=Path, default=Path("dataset"),
@@ -70,9 +71,11 @@ def main() -> int:
     from tqdm import tqdm
 
     from emolia_bench.evaluation import evaluate, load_human_numbers, predictions_frame
+    from emolia_bench.io import csv_bytes, json_bytes, write_outputs
     from emolia_bench.reports import benchmark_report
     from emolia_bench.scorers import get_scorer
     from emolia_bench.selection import Filters, apply_filters, build_rows, load_labels
+    from emolia_bench.subsets import resolve_subsets
 
     filters = Filters(min_raters=max(args.min_raters, 3 if args.require_3_raters else 1),
                       exclude_flagged=args.exclude_flagged, unanimous_only=args.unanimous_only)

@@ -15,8 +15,6 @@ import argparse
 import sys
 from pathlib import Path
 
-from emolia_bench.sham_server import make_server, url_of
-
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -28,6 +26,8 @@ def main() -> int:
                    help="check that each request's audio_path names a clip inside this folder (paths escaping it: 400)")
     p.add_argument("--verbose", action="store_true", help="log every request to stderr")
     args = p.parse_args()
+    from emolia_bench.sham_server import make_server, url_of
+
     if args.dataset_root is not None and not args.dataset_root.is_dir():
         print(f"error: --dataset-root {args.dataset_root}: not a folder", file=sys.stderr)
         return 2

@@ -12,7 +12,7 @@ Definitions and undefined cases (undefined -> ``None``, written as JSON ``null``
 * ``pairwise_exact``: per rater pair, the share of complete items rated by both on which they
   agree; mean over pairs with at least one such item [ours: missing cells are not
   disagreements]. None when no pair shares a complete item.
-* Cohen's κ per pair on the complete items both rated (scikit-learn); None when the pair shares
+* Cohen's κ per pair on the complete items both rated (statsmodels); None when the pair shares
   no complete item or p_e = 1 (both raters constant and equal). ``mean`` over defined pairs.
 * Fleiss' κ over complete items (statsmodels); None without complete items or when p_e = 1.
 * pairwise accuracy: over all items, per pair with a co-rated item, the share of co-rated items
@@ -20,8 +20,8 @@ Definitions and undefined cases (undefined -> ``None``, written as JSON ``null``
   accuracy with A as truth and B as prediction and vice versa, each kept only when its truth
   has both classes; mean of kept values.
 * leave-one-out: on items with ≥3 votes, every vote against the majority of the item's other
-  votes; ties among the others are skipped; pooled. Balanced accuracy is scikit-learn's
-  (mean recall over the truth classes present).
+  votes; ties among the others are skipped; pooled. Balanced accuracy has scikit-learn's
+  semantics (mean recall over the truth classes present).
 * Krippendorff's α [ours]: over all items with ≥2 raters (``krippendorff`` package); None when
   fewer than one such item or no variation.
 """
@@ -34,12 +34,11 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 
+from .defaults import BOOTSTRAP_DRAWS, BOOTSTRAP_SEED
 from .resampling import bootstrap_sums, percentile_interval
 
 PRESELECT_RATER = "gemini3flash_preselect"
 PRESELECTION_MIN_HUMANS = 2
-BOOTSTRAP_SEED = 20260401
-BOOTSTRAP_DRAWS = 1000
 
 
 def _nanmean(values) -> float | None:
@@ -49,6 +48,18 @@ def _nanmean(values) -> float | None:
 
 def _finite(x) -> float | None:
     return float(x) if x is not None and np.isfinite(x) else None
+
+
+def balanced_accuracy(truth: np.ndarray, pred: np.ndarray) -> float | None:
+    """Mean recall over the classes present in ``truth`` — scikit-learn's
+    ``balanced_accuracy_score`` semantics (tests compare the two), from one 2 × 2 table
+    instead of a library call, which costs more to import here than the whole computation."""
+    if len(truth) == 0:
+        return None
+    t = np.bincount(np.asarray(truth) * 2 + np.asarray(pred), minlength=4).reshape(2, 2)
+    support = t.sum(axis=1)
+    recalls = [t[c, c] / support[c] for c in (0, 1) if support[c] > 0]
+    return float(np.mean(recalls))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -64,45 +75,67 @@ def co_rated_pairs(votes: pd.DataFrame, columns=("binary",)) -> pd.DataFrame:
     return pairs.rename(columns={"rater_a": "a", "rater_b": "b"}).reset_index(drop=True)
 
 
-def pairwise_exact(pairs: pd.DataFrame, column: str) -> float | None:
-    """Mean over pairs of the share of (given) co-rated items on which the pair agrees."""
+def pair_tables(pairs: pd.DataFrame, column: str, n_values: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per rater pair, the n_values × n_values contingency table of (A's vote, B's vote).
+
+    Built in one vectorised pass; returns ``(a, b, tables)`` for the pairs that co-rated at
+    least one of the given items, sorted by (a, b).
+    """
     if len(pairs) == 0:
+        return np.empty(0, np.int64), np.empty(0, np.int64), np.empty((0, n_values, n_values))
+    a, b = pairs["a"].to_numpy(np.int64), pairs["b"].to_numpy(np.int64)
+    pair_id, uniq = pd.factorize(a * (b.max() + 1) + b, sort=True)
+    cells = (pair_id * n_values + pairs[f"{column}_a"].to_numpy(np.int64)) * n_values + pairs[f"{column}_b"].to_numpy(np.int64)
+    tables = np.bincount(cells, minlength=len(uniq) * n_values**2).reshape(len(uniq), n_values, n_values)
+    return uniq // (b.max() + 1), uniq % (b.max() + 1), tables.astype(np.float64)
+
+
+def pairwise_exact(pairs: pd.DataFrame, column: str, n_values: int = 2) -> float | None:
+    """Mean over pairs of the share of (given) co-rated items on which the pair agrees."""
+    _, _, t = pair_tables(pairs, column, n_values)
+    if len(t) == 0:
         return None
-    agree = (pairs[f"{column}_a"] == pairs[f"{column}_b"]).astype(np.float64)
-    per_pair = agree.groupby([pairs["a"], pairs["b"]]).mean()
-    return float(per_pair.mean())
+    return float(np.mean(np.trace(t, axis1=1, axis2=2) / t.sum(axis=(1, 2))))
 
 
-def pairwise_kappa(pairs: pd.DataFrame, column: str, raters: list[str]) -> dict[str, float | None]:
-    """Cohen's κ for every pair of raters (``"<a>__<b>"``) and their ``mean``."""
-    from sklearn.metrics import cohen_kappa_score
+def pairwise_kappa(pairs: pd.DataFrame, column: str, raters: list[str], n_values: int = 2) -> dict[str, float | None]:
+    """Cohen's κ (statsmodels, unweighted) for every pair of raters (``"<a>__<b>"``) and their ``mean``."""
+    from statsmodels.stats.inter_rater import cohens_kappa
 
-    groups = {k: g for k, g in pairs.groupby(["a", "b"], sort=True)}
+    a, b, tables = pair_tables(pairs, column, n_values)
+    by_pair = dict(zip(zip(a.tolist(), b.tolist(), strict=True), tables, strict=True))
     out: dict[str, float | None] = {}
-    for a, b in combinations(range(len(raters)), 2):
-        g = groups.get((a, b))
+    for i, j in combinations(range(len(raters)), 2):
+        table = by_pair.get((i, j))
         kappa = None
-        if g is not None and len(g):
+        if table is not None:
             with warnings.catch_warnings(), np.errstate(all="ignore"):
                 warnings.simplefilter("ignore")
-                kappa = _finite(cohen_kappa_score(g[f"{column}_a"].to_numpy(), g[f"{column}_b"].to_numpy()))
-        out[f"{raters[a]}__{raters[b]}"] = kappa
-    out["mean"] = _nanmean(v for k, v in out.items())
+                kappa = _finite(cohens_kappa(table, return_results=False))
+        out[f"{raters[i]}__{raters[j]}"] = kappa
+    out["mean"] = _nanmean(out.values())
     return out
 
 
 def pairwise_accuracy(pairs: pd.DataFrame) -> tuple[float | None, float | None]:
-    """(accuracy, balanced accuracy) of raters against each other, pair by pair, binary."""
-    from sklearn.metrics import balanced_accuracy_score
+    """(accuracy, balanced accuracy) of raters against each other, pair by pair, binary.
 
-    accs, bals = [], []
-    for _, g in pairs.groupby(["a", "b"], sort=True):
-        x, y = g["binary_a"].to_numpy(), g["binary_b"].to_numpy()
-        accs.append(float(np.mean(x == y)))
-        for truth, pred in ((x, y), (y, x)):
-            if truth.min() != truth.max():  # truth has both classes
-                bals.append(float(balanced_accuracy_score(truth, pred)))
-    return _nanmean(accs), _nanmean(bals)
+    From each pair's 2 × 2 table t[A's vote, B's vote]: accuracy = trace / total; balanced
+    accuracy with A as truth = (t11/(t10+t11) + t00/(t00+t01)) / 2, kept only when A used both
+    classes, and likewise with B as truth (the columns). Tests check both against
+    scikit-learn's balanced_accuracy_score.
+    """
+    _, _, t = pair_tables(pairs, "binary", 2)
+    if len(t) == 0:
+        return None, None
+    acc = np.trace(t, axis1=1, axis2=2) / t.sum(axis=(1, 2))
+    bals = []
+    for tt in (t, t.transpose(0, 2, 1)):  # A as truth (rows), then B as truth
+        pos, neg = tt[:, 1, :].sum(1), tt[:, 0, :].sum(1)
+        both = (pos > 0) & (neg > 0)
+        bals.append(((tt[both, 1, 1] / pos[both]) + (tt[both, 0, 0] / neg[both])) / 2)
+    kept = np.concatenate(bals)
+    return float(acc.mean()), (float(kept.mean()) if len(kept) else None)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -180,16 +213,11 @@ def loo_comparisons(votes: pd.DataFrame) -> pd.DataFrame:
 
 def loo_agreement(votes: pd.DataFrame) -> tuple[float | None, float | None, float]:
     """(accuracy, balanced accuracy, comparisons used) of leave-one-out agreement."""
-    from sklearn.metrics import balanced_accuracy_score
-
     comp = loo_comparisons(votes)
     if len(comp) == 0:
         return None, None, 0.0
     truth, pred = comp["truth"].to_numpy(), comp["pred"].to_numpy()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        bal = balanced_accuracy_score(truth, pred)
-    return float(np.mean(truth == pred)), _finite(bal), float(len(comp))
+    return float(np.mean(truth == pred)), balanced_accuracy(truth, pred), float(len(comp))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -247,8 +275,8 @@ def human_agreement(votes: pd.DataFrame, raters: list[str], ordinal: bool, n_val
     a["exact_3way_binary"] = exact_agreement(bin3)
     a["pairwise_exact_binary"] = pairwise_exact(cpairs, "binary")
     if ordinal:
-        a["pairwise_exact_ordinal"] = pairwise_exact(cpairs, "value")
-        a["pairwise_ordinal_kappa"] = pairwise_kappa(cpairs, "value", raters)
+        a["pairwise_exact_ordinal"] = pairwise_exact(cpairs, "value", n_values)
+        a["pairwise_ordinal_kappa"] = pairwise_kappa(cpairs, "value", raters, n_values)
     a["pairwise_binary_kappa"] = pairwise_kappa(cpairs, "binary", raters)
     if ordinal:
         a["fleiss_ordinal_kappa"] = fleiss(complete_matrix(votes, "value"))
@@ -277,8 +305,6 @@ def augmented_agreement(votes: pd.DataFrame, items: pd.DataFrame) -> dict:
     prior on every item with ≥2 human raters; it is derived from the sampling design, not from
     any model output.
     """
-    from sklearn.metrics import balanced_accuracy_score
-
     eligible = items.index[items["n_raters"] >= PRESELECTION_MIN_HUMANS]
     human = votes[votes["item"].isin(eligible)][["item", "rater", "binary"]]
     prior_code = int(votes["rater"].max()) + 1 if len(votes) else 0
@@ -295,13 +321,8 @@ def augmented_agreement(votes: pd.DataFrame, items: pd.DataFrame) -> dict:
     el = items.loc[eligible]
     decided = el[~el["majority_present_tie"].astype(bool)]
     truth, pred = decided["majority_present"].to_numpy(), decided["intended"].to_numpy()
-    if len(decided):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            g_bal = _finite(balanced_accuracy_score(truth, pred))
-        g_acc = float(np.mean(truth == pred))
-    else:
-        g_acc = g_bal = None
+    g_acc = float(np.mean(truth == pred)) if len(decided) else None
+    g_bal = balanced_accuracy(truth, pred)
     return {
         "preselection_min_humans": PRESELECTION_MIN_HUMANS,
         "preselection_n_eligible_items": int(len(eligible)),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 
-from .io import InputError
+from .errors import InputError
 
 EXIT_OK = 0
 EXIT_PARTIAL = 1  # benchmark: outputs written, but some rows could not be scored

@@ -24,11 +24,11 @@ import warnings
 import numpy as np
 import pandas as pd
 
+from .defaults import BOOTSTRAP_DRAWS, BOOTSTRAP_SEED
 from .resampling import bootstrap_sums, percentile_interval
 
 BANDS = ((0.55, "Bad"), (0.65, "Weak"), (0.75, "Medium"), (0.85, "Good"), (float("inf"), "Excellent"))
-METRIC_SEED = 20260401
-METRIC_DRAWS = 1000
+METRIC_SEED, METRIC_DRAWS = BOOTSTRAP_SEED, BOOTSTRAP_DRAWS
 
 
 def check_binary(y_true, y_pred=None, scores=None) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:

@@ -164,3 +164,43 @@ def test_bootstrap_sums_equal_explicit_resampling():
 def test_bootstrap_constant_data_gives_a_point_interval():
     v = votes_frame({i: {0: 1, 1: 1, 2: 1} for i in range(20)})
     assert ag.bootstrap_pairwise_accuracy(ag.co_rated_pairs(v), seed=0, draws=1000) == [1.0, 1.0]
+
+
+def test_pairwise_figures_equal_scikit_learn_on_random_panels():
+    """The per-pair tables must give exactly what scikit-learn computes pair by pair."""
+    from sklearn.metrics import balanced_accuracy_score, cohen_kappa_score
+
+    rng = np.random.default_rng(7)
+    rows = [(i, r, int(rng.integers(0, 3))) for i in range(300) for r in rng.choice(5, size=rng.integers(1, 5), replace=False)]
+    v = pd.DataFrame(rows, columns=["item", "rater", "value"])
+    v["binary"] = (v["value"] >= 1).astype(int)
+    pairs = ag.co_rated_pairs(v, ("binary", "value"))
+    accs, bals = [], []
+    kappas = {}
+    for (a, b), g in pairs.groupby(["a", "b"]):
+        x, y = g["binary_a"].to_numpy(), g["binary_b"].to_numpy()
+        accs.append(np.mean(x == y))
+        bals += [balanced_accuracy_score(t, p) for t, p in ((x, y), (y, x)) if t.min() != t.max()]
+        kappas[f"r{a}__r{b}"] = cohen_kappa_score(g["value_a"], g["value_b"])
+    acc, bal = ag.pairwise_accuracy(pairs)
+    assert acc == pytest.approx(np.mean(accs), abs=1e-12) and bal == pytest.approx(np.mean(bals), abs=1e-12)
+    ours = ag.pairwise_kappa(pairs, "value", [f"r{i}" for i in range(5)], n_values=3)
+    for k, want in kappas.items():
+        assert ours[k] == pytest.approx(want, abs=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_balanced_accuracy_has_scikit_learn_semantics(seed):
+    import warnings
+
+    from sklearn.metrics import balanced_accuracy_score
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 40))
+    truth = rng.integers(0, 2, n) if seed % 2 else np.ones(n, dtype=int)  # one-class truth too
+    pred = rng.integers(0, 2, n)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = balanced_accuracy_score(truth, pred)
+    assert ag.balanced_accuracy(truth, pred) == pytest.approx(want, abs=1e-12)
+    assert ag.balanced_accuracy(np.array([], int), np.array([], int)) is None

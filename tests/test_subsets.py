@@ -82,3 +82,16 @@ def test_resolve_subsets():
     assert resolve_subsets(["emolia-dim"]) == [DIM]
     with pytest.raises(ValueError):
         resolve_subsets(["emolia-xyz"])
+
+
+def test_scripts_offer_exactly_the_described_subsets():
+    # the scripts list subset names without importing pandas (fast --help); keep them in sync
+    import ast
+
+    from .conftest import REPO
+
+    for script in ("anonymize.py", "analysis.py", "benchmark.py"):
+        tree = ast.parse((REPO / script).read_text())
+        names = next(ast.literal_eval(n.value) for n in ast.walk(tree)
+                     if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "SUBSET_NAMES")
+        assert names == list(SUBSETS), script

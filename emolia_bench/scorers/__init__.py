@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:  # numpy is not imported at run time here: the sham server needs none of it
+    import numpy as np
 
 REGISTRY = {
     "sham": ("emolia_bench.scorers.sham", "ShamScorer"),

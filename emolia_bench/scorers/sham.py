@@ -9,9 +9,6 @@ from __future__ import annotations
 
 import hashlib
 
-import numpy as np
-import pandas as pd
-
 from . import ScoreResult
 
 SALT = b"clap-sham-v1"
@@ -27,7 +24,9 @@ class ShamScorer:
     mode = "sham_hash"
     endpoint = None
 
-    def score(self, rows: pd.DataFrame, dataset_root, progress=None) -> ScoreResult:
+    def score(self, rows, dataset_root, progress=None) -> ScoreResult:
+        import numpy as np
+
         sims = np.array([sham_similarity(s, p) for s, p in zip(rows["item_stem"], rows["prompt"], strict=True)],
                         dtype=np.float64)
         if progress is not None:

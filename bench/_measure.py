@@ -1,0 +1,36 @@
+"""Run a command in a child process and report its wall time and peak memory (max RSS)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+
+def measure(cmd: list[str], cwd=None) -> dict:
+    """Wall seconds and peak RSS (MB) of ``cmd``; the probe runs in its own process so the
+    children's max RSS is the command's alone."""
+    probe = (
+        "import json, resource, subprocess, sys, time\n"
+        "t = time.perf_counter()\n"
+        "r = subprocess.run(json.loads(sys.argv[1]), cwd=sys.argv[2] or None, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)\n"
+        "wall = time.perf_counter() - t\n"
+        "peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024\n"
+        "print(json.dumps({'wall': wall, 'peak_mb': peak, 'code': r.returncode, 'stderr': r.stderr.decode()[-2000:]}))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe, json.dumps(cmd), str(cwd or "")], capture_output=True, text=True)
+    result = json.loads(out.stdout)
+    if result["code"] != 0:
+        raise SystemExit(f"command failed ({result['code']}): {' '.join(cmd)}\n{result['stderr']}")
+    return result
+
+
+def table(rows: list[dict], cols: list[str]) -> str:
+    widths = {c: max(len(c), *(len(str(r.get(c, ""))) for r in rows)) for c in cols}
+    line = "  ".join(c.ljust(widths[c]) for c in cols)
+    body = ["  ".join(str(r.get(c, "")).ljust(widths[c]) for c in cols) for r in rows]
+    return "\n".join([line, "  ".join("-" * widths[c] for c in cols), *body])
+
+
+_ = time  # re-exported for scripts that time in-process steps
