@@ -129,8 +129,9 @@ def main() -> int:
               f"errors {s['evaluation_errors']} -> {args.output_dir / r.subset.name}")
     if hasattr(scorer, "stats"):
         st = scorer.stats
-        print(f"endpoint: {st['requests']} requests, {st['retries']} retries, {st['cache_hits']} answered from the cache "
-              f"({getattr(scorer, 'cache_path', args.cache_dir)})")
+        rate = st["rows"] / st["seconds"] if st["seconds"] else 0.0
+        print(f"endpoint: {st['rows']} rows in {st['seconds']:.2f} s ({rate:,.0f} rows/s); {st['requests']} requests, "
+              f"{st['retries']} retries, {st['cache_hits']} answered from the cache ({getattr(scorer, 'cache_path', args.cache_dir)})")
     if failed:
         print(f"{failed} row(s) could not be scored; re-run the same command to retry only those", file=sys.stderr)
         return EXIT_PARTIAL

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from .analysis import HUMAN_ALIASES
-from .metrics import METRIC_DRAWS, METRIC_SEED, band, row_metrics, slice_metrics
+from .metrics import METRIC_DRAWS, METRIC_SEED, band, slice_report
 from .scorers import ScoreResult
 from .subsets import Subset
 
@@ -81,13 +81,9 @@ def evaluate(subset: Subset, rows: pd.DataFrame, predictions: pd.DataFrame, *, m
     if subset.category_slice not in scored.columns:
         scored[subset.category_slice] = rows.loc[predictions["ok"].to_numpy(), subset.category_slice].to_numpy()
 
-    overall = row_metrics(scored, seed, draws)
-    unanimous = row_metrics(scored[scored["all_agree_binary"]], seed, draws)
-    tables = {
-        f"metrics_by_{subset.type_slice}.csv": slice_metrics(scored, subset.type_slice, seed, draws),
-        "metrics_by_benchmark_bucket.csv": slice_metrics(scored, "benchmark_bucket", seed, draws),
-        f"metrics_by_{subset.category_slice}.csv": slice_metrics(scored, subset.category_slice, seed, draws),
-    }
+    keys = [subset.type_slice, "benchmark_bucket", subset.category_slice]
+    overall, unanimous, by_key = slice_report(scored, keys, seed, draws)
+    tables = {f"metrics_by_{k}.csv": by_key[k] for k in keys}
     p = float(predictions["majority_present"].mean()) if len(predictions) else None
     sims = scored["similarity"].to_numpy()
 

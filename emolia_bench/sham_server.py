@@ -41,6 +41,9 @@ class ShamHandler(BaseHTTPRequestHandler):
     server_version = "emolia-sham/1"
     protocol_version = "HTTP/1.1"  # keep-alive, so clients reuse connections
     timeout = 10  # seconds a client may stall mid-request before the socket is dropped
+    # headers and body go out in two writes; without TCP_NODELAY, Nagle + delayed ACK stall
+    # every keep-alive response by ~40 ms
+    disable_nagle_algorithm = True
 
     # set on the server object by make_server
     @property

@@ -8,6 +8,7 @@ small named functions referenced from the description.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -216,8 +217,16 @@ def dim_audio_paths(items: pd.DataFrame, dataset_root: Path) -> pd.Series:
         + "/"
         + items["file_name"]
     )
-    exists = [(dataset_root / r).is_file() for r in rel]
-    return rel.astype(object).where(exists, None)
+    # one directory listing per distinct <dimension>/<level>/<polarity> folder, not one stat per clip
+    folders = rel.str.rsplit("/", n=1).str[0]
+    present: set[str] = set()
+    for folder in folders.unique():
+        try:
+            with os.scandir(dataset_root / folder) as it:
+                present.update(f"{folder}/{e.name}" for e in it if e.is_file())
+        except (FileNotFoundError, NotADirectoryError):
+            pass
+    return rel.astype(object).where(rel.isin(present), None)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ class ScriptedHandler(BaseHTTPRequestHandler):
     'stall', 'nofield', 'nan', '400'."""
 
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
 
     def log_message(self, *args):
         pass

@@ -70,9 +70,13 @@ CASES = [(RNG.integers(0, 2, n), RNG.integers(0, 2, n)) for n in (2, 5, 17, 100)
 @pytest.mark.parametrize("t,p", CASES)
 def test_shared_invariants(t, p):
     m = binary_metrics(t, p)
-    # counts add up and agree with sklearn's confusion matrix
+    # counts add up and agree with scikit-learn's confusion matrix
+    from sklearn.metrics import confusion_matrix
+
     assert m["tp"] + m["fp"] + m["tn"] + m["fn"] == m["n"] == len(t)
     assert confusion(t, p) == (m["tp"], m["fp"], m["tn"], m["fn"])
+    (tn, fp), (fn, tp) = confusion_matrix(t, p, labels=[0, 1])
+    assert (tp, fp, tn, fn) == confusion(t, p)
     # every defined value is a fraction
     for k in ("accuracy", "balanced_accuracy", "precision", "recall", "specificity", "f1"):
         assert m[k] is None or 0.0 <= m[k] <= 1.0
@@ -108,3 +112,37 @@ def test_interval_is_deterministic_for_a_seed():
     p = RNG.integers(0, 2, 200)
     clips = pd.Series(np.arange(200) // 3).astype(str)
     assert balanced_accuracy_interval(t, p, clips, seed=5) == balanced_accuracy_interval(t, p, clips, seed=5)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_ranking_metrics_equal_scikit_learn_with_ties(seed):
+    from sklearn.metrics import average_precision_score, roc_auc_score
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 300))
+    t = rng.integers(0, 2, n)
+    t[0], t[-1] = 0, 1
+    scores = np.round(rng.normal(size=n), int(rng.integers(0, 3)))  # coarse rounding makes many ties
+    r = ranking_metrics(t, scores)
+    assert r["auroc"] == pytest.approx(roc_auc_score(t, scores), abs=1e-12)
+    assert r["average_precision"] == pytest.approx(average_precision_score(t, scores), abs=1e-12)
+
+
+def test_slice_report_shares_one_resample_and_matches_single_slice_interval():
+    from emolia_bench.metrics import slice_report
+
+    rng = np.random.default_rng(3)
+    n = 400
+    frame = pd.DataFrame({"majority_present": rng.integers(0, 2, n), "pred_present": rng.integers(0, 2, n),
+                          "similarity": rng.normal(size=n), "clip": rng.integers(0, 150, n).astype(str),
+                          "all_agree_binary": rng.random(n) < 0.3, "kind": rng.choice(["a", "b", "c"], n)})
+    overall, unanimous, tables = slice_report(frame, ["kind"], seed=9, draws=1000)
+    single = balanced_accuracy_interval(frame["majority_present"], frame["pred_present"], frame["clip"], seed=9, draws=1000)
+    assert [overall["balanced_accuracy_ci_low"], overall["balanced_accuracy_ci_high"]] == single
+    t = tables["kind"]
+    assert t["kind"].tolist() == ["a", "b", "c"] and t["n"].sum() == n
+    for _, row in t.iterrows():
+        sel = frame["kind"] == row["kind"]
+        assert row["balanced_accuracy"] == binary_metrics(frame.loc[sel, "majority_present"], frame.loc[sel, "pred_present"])["balanced_accuracy"]
+        assert row["balanced_accuracy_ci_low"] <= row["balanced_accuracy"] <= row["balanced_accuracy_ci_high"]
+    assert unanimous["n"] == frame["all_agree_binary"].sum()
