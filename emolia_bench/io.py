@@ -276,7 +276,16 @@ def write_outputs(root: Path, files: Mapping[str, bytes]) -> None:
     """Write a set of outputs computed in full beforehand, each one atomically.
 
     Nothing is written until every output exists in memory, so a failure while computing
-    leaves the previous outputs untouched.
+    leaves the previous outputs untouched. Temporary files that a killed earlier run left
+    next to these outputs are removed first.
     """
     for rel, data in files.items():
-        write_atomic(Path(root) / rel, data)
+        target = Path(root) / rel
+        if target.parent.is_dir():
+            for stale in target.parent.glob(f".{glob_escape(target.name)}.*.tmp"):
+                stale.unlink(missing_ok=True)
+        write_atomic(target, data)
+
+
+def glob_escape(name: str) -> str:
+    return re.sub(r"([*?\[])", r"[\1]", name)
