@@ -30,6 +30,8 @@ def main() -> int:
     parser.add_argument("--bootstrap-draws", type=int, default=BOOTSTRAP_DRAWS,
                         help=f"bootstrap resamples for the ceiling intervals (default: {BOOTSTRAP_DRAWS}, minimum 1000)")
     parser.add_argument("--seed", type=int, default=BOOTSTRAP_SEED, help=f"bootstrap seed (default: {BOOTSTRAP_SEED})")
+    parser.add_argument("--no-figures", action="store_true",
+                        help="skip the PNG figures (matplotlib's import alone takes about a second)")
     args = parser.parse_args()
     if args.bootstrap_draws < 1000:
         parser.error("--bootstrap-draws must be at least 1000")
@@ -55,7 +57,11 @@ def main() -> int:
         flags = load_flags(folder / "flags.csv", subset) if subset.has_flags else None
         results.append(analyze_subset(subset, annotations, users, flags, seed=args.seed, draws=args.bootstrap_draws))
 
-    outputs = {}
+    outputs, links = {}, {}
+    if not args.no_figures:
+        from emolia_bench.figures import analysis_figures
+
+        outputs, links = analysis_figures(results)
     for r in results:
         name = r.subset.name
         outputs[f"{name}/benchmark_labels.csv"] = csv_bytes(r.labels)
@@ -63,8 +69,8 @@ def main() -> int:
             outputs[f"{name}/{file}"] = csv_bytes(table)
         outputs[f"{name}/incomplete_items.csv"] = csv_bytes(r.incomplete)
         outputs[f"{name}/summary.json"] = json_bytes(r.summary)
-        outputs[f"{name}/report.md"] = subset_section(r, level=1).encode()
-    outputs["report.md"] = analysis_report(results).encode()
+        outputs[f"{name}/report.md"] = subset_section(r, level=1, figures=links.get(name)).encode()
+    outputs["report.md"] = analysis_report(results, figures=links.get("report")).encode()
     write_outputs(args.output_root, outputs)
 
     for r in results:

@@ -64,6 +64,8 @@ def main() -> int:
     s = p.add_argument_group("intervals")
     s.add_argument("--bootstrap-draws", type=int, default=METRIC_DRAWS, help=f"clip-bootstrap draws (default: {METRIC_DRAWS})")
     s.add_argument("--seed", type=int, default=METRIC_SEED, help=f"bootstrap seed (default: {METRIC_SEED})")
+    s.add_argument("--no-figures", action="store_true",
+                   help="skip the PNG figures (matplotlib's import alone takes about a second)")
     args = p.parse_args()
     if args.workers < 1 or args.timeout <= 0 or (args.limit is not None and args.limit < 0):
         p.error("--workers must be >= 1, --timeout > 0 and --limit >= 0")
@@ -116,7 +118,13 @@ def main() -> int:
         for file, table in r.tables.items():
             outputs[f"{name}/{file}"] = csv_bytes(table)
         outputs[f"{name}/summary.json"] = json_bytes(r.summary)
-        outputs[f"{name}/report.md"] = benchmark_report(r).encode()
+        links = None
+        if not args.no_figures:
+            from emolia_bench.figures import benchmark_figures
+
+            pngs, links = benchmark_figures(r, r.truth, r.scores)
+            outputs.update({f"{name}/{file}": data for file, data in pngs.items()})
+        outputs[f"{name}/report.md"] = benchmark_report(r, figures=links).encode()
     write_outputs(args.output_dir, outputs)
 
     for r in results:

@@ -7,7 +7,7 @@ Each stage is the real top-level script, run as a subprocess with its command pr
 anonymize (on a copy of examples/annotations_raw, so the committed map is never touched)
 -> analysis -> benchmark with the sham scorer -> benchmark through a local sham server
 (started on a free loopback port and stopped afterwards), whose scores must equal the sham
-scores on every row.
+scores on every row -> a second sham run at threshold 0.2 -> compare.py of the two sham runs.
 Stops at the first stage that fails, with that stage's exit code.
 """
 
@@ -76,7 +76,13 @@ def main() -> None:
         if local != remote:
             sys.exit(f"{subset}: scores through the sham server differ from local sham scores")
         print(f"{subset}: all {len(local)} scores through the server equal the local sham scores")
-    print(f"\ndone: reports in {work}/analysis_outputs/report.md and {work}/benchmark_sham/<subset>/report.md")
+    # a second sham variant, and the comparison of the two
+    stage("benchmark.py", "--analysis-root", work / "analysis_outputs", "--dataset-root", REPO / "dataset",
+          "--output-dir", work / "benchmark_sham_t0.2", "--threshold", "0.2")
+    stage("compare.py", work / "benchmark_sham", work / "benchmark_sham_t0.2", "--names", "sham-t0.0", "sham-t0.2",
+          "--output-dir", work / "comparison")
+    print(f"\ndone: reports in {work}/analysis_outputs/report.md, {work}/benchmark_sham/<subset>/report.md "
+          f"and {work}/comparison/leaderboard.md")
 
 
 if __name__ == "__main__":

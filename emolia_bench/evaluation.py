@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from .analysis import HUMAN_ALIASES
+from .figures import best_threshold
 from .metrics import METRIC_DRAWS, METRIC_SEED, band, slice_report
 from .scorers import ScoreResult
 from .subsets import Subset
@@ -28,6 +29,8 @@ class BenchmarkResult:
     predictions: pd.DataFrame
     tables: dict[str, pd.DataFrame]  # file name -> metrics table
     summary: dict
+    truth: np.ndarray  # of the rows scored ok, for the figures
+    scores: np.ndarray
 
 
 def predictions_frame(rows: pd.DataFrame, result: ScoreResult | None, subset: Subset, threshold: float,
@@ -119,5 +122,6 @@ def evaluate(subset: Subset, rows: pd.DataFrame, predictions: pd.DataFrame, *, m
         s[f"by_{key}"] = [_record(key, r[key], r, SLICE_FIELDS) for r in t.to_dict(orient="records")]
     s["similarity"] = ({"min": float(sims.min()), "median": float(np.median(sims)), "max": float(sims.max())}
                        if len(sims) else {"min": None, "median": None, "max": None})
+    s["best_threshold"] = best_threshold(scored["majority_present"].to_numpy(), sims)
     s["bootstrap"] = {"seed": seed, "draws": draws, "unit": "clip", "interval": "percentile 95%"}
-    return BenchmarkResult(subset, predictions, tables, s)
+    return BenchmarkResult(subset, predictions, tables, s, scored["majority_present"].to_numpy(), sims)

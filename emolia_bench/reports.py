@@ -108,7 +108,13 @@ def demographics(users: pd.DataFrame) -> str:
     return "\n".join(out) + "\n"
 
 
-def subset_section(a, level: int = 2) -> str:
+def figure_block(links) -> str:
+    if not links:
+        return ""
+    return "\n".join(f"![{title}]({path})" for title, path in links) + "\n"
+
+
+def subset_section(a, level: int = 2, figures=None) -> str:
     """The per-subset part of the analysis report (also written on its own)."""
     s, sm = a.subset, a.summary
     h = "#" * level
@@ -175,12 +181,16 @@ def subset_section(a, level: int = 2) -> str:
         labelled = pd.MultiIndex.from_frame(a.labels[keys])
         flagged["labelled"] = pd.MultiIndex.from_frame(flagged[keys]).isin(labelled)
         parts.append(f"\n{h}# Flagged items\n\n" + df_table(flagged))
+    if figures:
+        parts.append(f"\n{h}# Figures\n\n" + figure_block(figures))
     parts.append(f"\n{h}# Annotators\n\n" + demographics(a.users))
     return "\n".join(parts)
 
 
-def analysis_report(results: list, title: str = "emolia-bench — human agreement analysis") -> str:
+def analysis_report(results: list, title: str = "emolia-bench — human agreement analysis", figures=None) -> str:
     parts = [f"# {title}\n"]
+    if figures:
+        parts.append(figure_block(figures[:2]))
     parts.append("## Headline: agreement of the panel augmented with the sampling prior\n\n" + md_table(
         ["subset", "eligible items", "pairwise acc", "pairwise bal. acc", "LOO acc", "LOO bal. acc", "LOO n"],
         [(a.subset.name, a.summary["augmented_agreement"]["preselection_n_eligible_items"],
@@ -219,7 +229,8 @@ def analysis_report(results: list, title: str = "emolia-bench — human agreemen
           a.summary["agreement"]["fleiss_binary_kappa"]) for a in results],
     ))
     for a in results:
-        parts.append("\n" + subset_section(a, level=2))
+        own = [(t, p) for t, p in (figures or [])[2:] if p.startswith(a.subset.name + "/")]
+        parts.append("\n" + subset_section(a, level=2, figures=own))
     parts.append("\n## Reading κ\n\n" + landis_koch_table())
     return "\n".join(parts)
 
@@ -263,7 +274,7 @@ def _slice_table(records: list, key: str) -> str:
                       r["accuracy"], r["f1"], r.get("auroc")) for r in records])
 
 
-def benchmark_report(r) -> str:
+def benchmark_report(r, figures=None) -> str:
     s, subset = r.summary, r.subset
     sim = s["similarity"]
     fs = s["filter_stats"]
@@ -288,5 +299,40 @@ def benchmark_report(r) -> str:
                  + _slice_table(s[f"by_{subset.category_slice}"], subset.category_slice))
     b = s["bootstrap"]
     parts.append(f"Intervals: {b['draws']} bootstrap resamples of clips (all rows of a clip together), seed {b['seed']}.\n")
+    bt = s.get("best_threshold") or {}
+    if bt.get("threshold") is not None:
+        parts.append(f"For reference only (never used for the numbers above): the threshold with the highest balanced "
+                     f"accuracy on these rows would be {bt['threshold']:.4f}, giving {bt['balanced_accuracy']:.3f}; "
+                     f"choosing it on the test rows would overstate the model.\n")
+    if figures:
+        parts.append("## Figures\n\n" + figure_block(figures))
     parts.append(score_rubric(s))
+    return "\n".join(parts)
+
+
+# ---------------------------------------------------------------------------------------------
+# comparison report
+
+
+def comparison_report(board: pd.DataFrame, pairs: pd.DataFrame, draws: int, seed: int, figure: str | None) -> str:
+    parts = ["# emolia-bench — comparison of runs\n"]
+    if figure:
+        parts.append(f"![Balanced accuracy, overall]({figure})\n")
+    overall = board[board["slice"] == "overall"]
+    parts.append("## Leaderboard\n\n" + md_table(
+        ["subset", "run", "n", "balanced accuracy", "95 % CI", "threshold", "mode"],
+        [(r.subset, r.run, r.n, r.balanced_accuracy, fmt_ci(None if pd.isna(r.ci_low) else [r.ci_low, r.ci_high]),
+          r.threshold, r.mode) for r in overall.itertuples()]))
+    parts.append("## Paired tests\n\nΔ = balanced accuracy of B minus A on the rows both scored; interval and p from a "
+                 f"paired bootstrap over clips ({draws} draws, seed {seed}); McNemar's exact test on per-row "
+                 "correctness (b: A right and B wrong, c: B right and A wrong).\n\n" + md_table(
+                     ["subset", "A", "B", "rows", "Δ", "95 % CI", "p (bootstrap)", "b", "c", "p (McNemar)"],
+                     [(r.subset, r.run_a, r.run_b, r.rows, r.difference,
+                       fmt_ci(None if pd.isna(r.difference_ci_low) else [r.difference_ci_low, r.difference_ci_high]),
+                       r.p_bootstrap, r.a_right_b_wrong, r.b_right_a_wrong, r.p_mcnemar) for r in pairs.itertuples()]))
+    rest = board[board["slice"] != "overall"]
+    parts.append("## By slice\n\n" + md_table(
+        ["subset", "slice", "run", "n", "balanced accuracy", "95 % CI"],
+        [(r.subset, r.slice, r.run, r.n, None if pd.isna(r.balanced_accuracy) else r.balanced_accuracy,
+          fmt_ci(None if pd.isna(r.ci_low) else [r.ci_low, r.ci_high])) for r in rest.itertuples()]))
     return "\n".join(parts)

@@ -1,0 +1,65 @@
+"""Compare two or more benchmark runs: a leaderboard and paired significance tests.
+
+    uv run compare.py benchmark_outputs/model_a benchmark_outputs/model_b --output-dir comparison
+
+Each argument is a folder benchmark.py wrote (with <subset>/predictions.csv and summary.json).
+Runs must cover the same subsets with the same filter and the same rows; anything else is
+refused (exit 2). Writes to --output-dir: leaderboard.md and leaderboard.csv (balanced accuracy
+with its clip-bootstrap interval per subset and slice, best first), pairwise.csv (for every
+pair of runs and subset: the difference in balanced accuracy with a paired clip-bootstrap
+interval and p-value, and McNemar's exact test on the predictions), comparison.json and
+comparison.png. Deterministic for a given --seed.
+"""
+
+import argparse
+from pathlib import Path
+
+from emolia_bench.cli import run
+from emolia_bench.defaults import BOOTSTRAP_DRAWS, BOOTSTRAP_SEED
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("runs", nargs="+", type=Path, help="benchmark output folders (two or more)")
+    p.add_argument("--names", nargs="+", help="display names, one per run (default: the folder names)")
+    p.add_argument("--output-dir", type=Path, default=Path("comparison_outputs"),
+                   help="where the leaderboard is written (default: comparison_outputs)")
+    p.add_argument("--bootstrap-draws", type=int, default=BOOTSTRAP_DRAWS, help=f"paired bootstrap draws (default: {BOOTSTRAP_DRAWS})")
+    p.add_argument("--seed", type=int, default=BOOTSTRAP_SEED, help=f"bootstrap seed (default: {BOOTSTRAP_SEED})")
+    p.add_argument("--no-figures", action="store_true", help="skip comparison.png")
+    args = p.parse_args()
+    if len(args.runs) < 2:
+        p.error("give at least two runs to compare")
+    names = args.names or [r.name if [x.name for x in args.runs].count(r.name) == 1 else f"{r.parent.name}/{r.name}"
+                           for r in args.runs]
+    if len(names) != len(args.runs) or len(set(names)) != len(names):
+        p.error("--names needs one distinct name per run")
+
+    from emolia_bench.compare import compare
+    from emolia_bench.io import csv_bytes, json_bytes, write_outputs
+    from emolia_bench.reports import comparison_report
+
+    board, pairs = compare(args.runs, names, args.seed, args.bootstrap_draws)
+    outputs = {
+        "leaderboard.csv": csv_bytes(board),
+        "pairwise.csv": csv_bytes(pairs),
+        "comparison.json": json_bytes({"runs": dict(zip(names, map(str, args.runs), strict=True)),
+                                       "bootstrap": {"seed": args.seed, "draws": args.bootstrap_draws, "unit": "clip"},
+                                       "leaderboard": board.to_dict(orient="records"),
+                                       "pairwise": pairs.to_dict(orient="records")}),
+    }
+    figure = None
+    if not args.no_figures:
+        from emolia_bench.figures import comparison
+
+        overall = board[board["slice"] == "overall"].to_dict(orient="records")
+        outputs["comparison.png"] = comparison(overall, "Balanced accuracy, overall")
+        figure = "comparison.png"
+    outputs["leaderboard.md"] = comparison_report(board, pairs, args.bootstrap_draws, args.seed, figure).encode()
+    write_outputs(args.output_dir, outputs)
+    print(outputs["leaderboard.md"].decode().split("## Leaderboard", 1)[-1].split("## ", 1)[0].strip())
+    return 0
+
+
+if __name__ == "__main__":
+    run(main)

@@ -1,0 +1,158 @@
+"""Compare benchmark runs: a leaderboard with intervals and paired significance tests.
+
+For two runs A and B on the same rows:
+
+* paired bootstrap of the difference in balanced accuracy, BA(B) − BA(A): clips are resampled
+  (all rows of a clip together) and both runs are scored on the same resample; the 95 %
+  percentile interval, and the two-sided p-value 2·min(P(Δ* ≤ 0), P(Δ* ≥ 0)) capped at 1
+  (identical runs give Δ = 0 and p = 1);
+* McNemar's exact test on the per-row correctness: b = rows A got right and B wrong, c = the
+  reverse; statsmodels' exact binomial test (p = 1 when b + c = 0).
+
+Only rows scored ok by both runs enter a pair's tests.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from itertools import combinations
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .errors import InputError
+from .io import read_csv_strings
+from .metrics import binary_metrics
+from .resampling import bootstrap_sums, percentile_interval
+from .subsets import SUBSETS, Subset
+
+
+@dataclass
+class Run:
+    name: str
+    folder: Path
+    subset: Subset
+    summary: dict
+    predictions: pd.DataFrame  # key columns, majority_present, pred_present, ok, clip
+
+
+def load_run(folder: Path, name: str, subset: Subset) -> Run | None:
+    sub = Path(folder) / subset.name
+    if not (sub / "predictions.csv").exists():
+        return None
+    try:
+        summary = json.loads((sub / "summary.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise InputError(sub / "summary.json", f"unreadable ({e}); expected the summary.json benchmark.py wrote") from None
+    if summary.get("subset") != subset.name:
+        raise InputError(sub / "summary.json", f"is for subset {summary.get('subset')!r}, expected {subset.name}")
+    cols = [*subset.item_key, "majority_present", "audio_path", "pred_present", "ok"]
+    df = read_csv_strings(sub / "predictions.csv", cols, allow_no_rows=True)
+    out = df[list(subset.item_key)].copy()
+    out["majority_present"] = df["majority_present"].astype(int)
+    out["ok"] = df["ok"] == "True"
+    out["pred_present"] = pd.to_numeric(df["pred_present"].replace("", np.nan)).fillna(0).astype(int)
+    # the clip: its path, or the item's file when the clip was missing
+    out["clip"] = df["audio_path"].where(df["audio_path"] != "", df["file_name"])
+    return Run(name, Path(folder), subset, summary, out)
+
+
+def check_comparable(runs: list[Run]) -> None:
+    """Same subset, same filter, same rows — or an InputError naming what differs."""
+    first = runs[0]
+    key = list(first.subset.item_key)
+    ref = set(map(tuple, first.predictions[key].to_numpy().tolist()))
+    for r in runs[1:]:
+        for field in ("filter_mode", "filter_stats"):
+            if r.summary.get(field) != first.summary.get(field):
+                raise InputError(r.folder / r.subset.name / "summary.json",
+                                 f"{field} {r.summary.get(field)!r} differs from {first.name}'s "
+                                 f"{first.summary.get(field)!r}; runs must use the same filter to be compared")
+        rows = set(map(tuple, r.predictions[key].to_numpy().tolist()))
+        if rows != ref:
+            raise InputError(r.folder / r.subset.name / "predictions.csv",
+                             f"row set differs from {first.name}'s ({len(rows - ref)} rows only here, "
+                             f"{len(ref - rows)} only there); runs must score the same rows to be compared")
+
+
+def paired_test(a: Run, b: Run, seed: int, draws: int) -> dict:
+    key = list(a.subset.item_key)
+    m = a.predictions.merge(b.predictions[[*key, "pred_present", "ok"]], on=key, suffixes=("_a", "_b"))
+    m = m[m["ok_a"] & m["ok_b"]]
+    t = m["majority_present"].to_numpy()
+    pa, pb = m["pred_present_a"].to_numpy(), m["pred_present_b"].to_numpy()
+    ba_a = binary_metrics(t, pa)["balanced_accuracy"]
+    ba_b = binary_metrics(t, pb)["balanced_accuracy"]
+    diff = None if ba_a is None or ba_b is None else ba_b - ba_a
+    right_a, right_b = pa == t, pb == t
+    n_ab = int((right_a & ~right_b).sum())  # A right, B wrong
+    n_ba = int((~right_a & right_b).sum())  # B right, A wrong
+    from statsmodels.stats.contingency_tables import mcnemar
+
+    table = [[int((right_a & right_b).sum()), n_ab], [n_ba, int((~right_a & ~right_b).sum())]]
+    p_mcnemar = 1.0 if n_ab + n_ba == 0 else float(mcnemar(table, exact=True).pvalue)
+    ci, p_boot = None, None
+    if diff is not None:
+        clip = pd.factorize(m["clip"], sort=True)[0]
+        per = np.zeros((clip.max() + 1, 6))
+        np.add.at(per, clip, np.column_stack([t, t * pa, t * pb, 1 - t, (1 - t) * (1 - pa), (1 - t) * (1 - pb)]))
+        deltas = []
+        for (s,) in bootstrap_sums([per], draws, seed):
+            with np.errstate(invalid="ignore", divide="ignore"):
+                bal_a = (s[:, 1] / s[:, 0] + s[:, 4] / s[:, 3]) / 2
+                bal_b = (s[:, 2] / s[:, 0] + s[:, 5] / s[:, 3]) / 2
+            deltas.append(bal_b - bal_a)
+        d = np.concatenate(deltas)
+        d = d[np.isfinite(d)]
+        ci = percentile_interval(d)
+        if len(d):
+            p_boot = float(min(1.0, 2 * min(np.mean(d <= 0), np.mean(d >= 0))))
+    return {"subset": a.subset.name, "run_a": a.name, "run_b": b.name, "rows": int(len(m)),
+            "balanced_accuracy_a": ba_a, "balanced_accuracy_b": ba_b, "difference": diff,
+            "difference_ci_low": ci[0] if ci else None, "difference_ci_high": ci[1] if ci else None,
+            "p_bootstrap": p_boot, "a_right_b_wrong": n_ab, "b_right_a_wrong": n_ba, "p_mcnemar": p_mcnemar}
+
+
+def leaderboard(runs_by_subset: dict[str, list[Run]]) -> pd.DataFrame:
+    """Balanced accuracy with its interval per run, subset and slice, best first."""
+    rows = []
+    for name, runs in runs_by_subset.items():
+        subset = SUBSETS[name]
+        for r in runs:
+            s = r.summary
+            slices = [("overall", s["overall"]), ("unanimous", s["unanimous_subset"])]
+            slices += [(f"{subset.type_slice}={x[subset.type_slice]}", x) for x in s.get(f"by_{subset.type_slice}", [])]
+            for label, m in slices:
+                ci = m.get("balanced_accuracy_ci95") or [m.get("balanced_accuracy_ci_low"), m.get("balanced_accuracy_ci_high")]
+                rows.append({"subset": name, "slice": label, "run": r.name, "n": m["n"],
+                             "balanced_accuracy": m["balanced_accuracy"], "ci_low": ci[0], "ci_high": ci[1],
+                             "threshold": s.get("threshold"), "mode": s.get("mode")})
+    df = pd.DataFrame(rows, columns=["subset", "slice", "run", "n", "balanced_accuracy", "ci_low", "ci_high",
+                                     "threshold", "mode"])
+    order = {n: i for i, n in enumerate(runs_by_subset)}
+    df["_s"] = df["subset"].map(order)
+    df["_slice"] = df["slice"].map(lambda x: (0 if x == "overall" else 1 if x == "unanimous" else 2, x))
+    df = df.sort_values(["_s", "_slice", "balanced_accuracy", "run"], ascending=[True, True, False, True],
+                        na_position="last", kind="stable")
+    return df.drop(columns=["_s", "_slice"]).reset_index(drop=True)
+
+
+def compare(folders: list[Path], names: list[str], seed: int, draws: int):
+    runs_by_subset: dict[str, list[Run]] = {}
+    for subset in SUBSETS.values():
+        runs = [load_run(f, n, subset) for f, n in zip(folders, names, strict=True)]
+        present = [r for r in runs if r is not None]
+        if not present:
+            continue
+        if len(present) < len(runs):
+            missing = [n for n, r in zip(names, runs, strict=True) if r is None]
+            raise InputError(folders[names.index(missing[0])] / subset.name / "predictions.csv",
+                             f"not found, but other runs have {subset.name}; compare runs of the same subsets")
+        check_comparable(present)
+        runs_by_subset[subset.name] = present
+    if not runs_by_subset:
+        raise InputError(folders[0], "holds no <subset>/predictions.csv; expected benchmark.py output folders")
+    pairs = [paired_test(a, b, seed, draws) for runs in runs_by_subset.values() for a, b in combinations(runs, 2)]
+    return leaderboard(runs_by_subset), pd.DataFrame(pairs)

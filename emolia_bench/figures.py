@@ -1,0 +1,259 @@
+"""Figures for the reports: matplotlib's object API on the Agg canvas, PNG bytes out.
+
+Every figure is drawn from numbers that the rest of the package computes (and tests); nothing
+here computes a statistic except the curve helpers ``roc_points`` and ``threshold_sweep``, which
+are tested against the metrics module. matplotlib is imported only when a figure is drawn
+(it costs about a second to import).
+"""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+
+DPI = 110
+BLUE, ORANGE, GREY, GREEN = "#3465a4", "#f57900", "#888a85", "#4e9a06"
+
+
+def _figure(width: float = 6.4, height: float = 3.6):
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height), layout="constrained")
+    return fig, fig.subplots()
+
+
+def _png(fig) -> bytes:
+    buf = io.BytesIO()
+    # fixed metadata: same data, same bytes
+    fig.savefig(buf, format="png", dpi=DPI, metadata={"Software": "emolia-bench"})
+    return buf.getvalue()
+
+
+def _interval_errors(values, lows, highs):
+    v = np.array([np.nan if x is None else x for x in values], dtype=float)
+    lo = np.array([np.nan if x is None else x for x in lows], dtype=float)
+    hi = np.array([np.nan if x is None else x for x in highs], dtype=float)
+    return v, np.vstack([np.where(np.isnan(lo), 0, v - lo), np.where(np.isnan(hi), 0, hi - v)])
+
+
+# ---------------------------------------------------------------------------------------------
+# analysis
+
+
+def rater_coverage(summaries: list[dict]) -> bytes:
+    """Items by number of raters, one group of bars per subset."""
+    fig, ax = _figure()
+    counts = sorted({int(k) for s in summaries for k in s["rater_coverage"]})
+    width = 0.8 / max(len(summaries), 1)
+    for i, s in enumerate(summaries):
+        ys = [s["rater_coverage"].get(str(c), 0) for c in counts]
+        ax.bar(np.arange(len(counts)) + i * width, ys, width, label=s["subset"])
+    ax.set_xticks(np.arange(len(counts)) + width * (len(summaries) - 1) / 2, [str(c) for c in counts])
+    ax.set_xlabel("raters per item")
+    ax.set_ylabel("items")
+    ax.set_yscale("log")
+    ax.set_title("Rater coverage")
+    ax.legend()
+    return _png(fig)
+
+
+def slice_agreement(table, key: str, majority_col: str, unanimous_col: str, title: str) -> bytes:
+    """Majority-positive rate and unanimous rate per slice (one slice table of the analysis)."""
+    n = len(table)
+    fig, ax = _figure(max(6.4, 0.22 * n + 2), 3.8)
+    x = np.arange(n)
+    ax.bar(x - 0.2, table[majority_col], 0.4, label="majority positive", color=BLUE)
+    ax.bar(x + 0.2, table[unanimous_col], 0.4, label="unanimous", color=ORANGE)
+    ax.set_xticks(x, table[key].astype(str), rotation=90 if n > 8 else 0, fontsize=7 if n > 20 else 9)
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("share of items")
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    return _png(fig)
+
+
+def human_ceiling(summaries: list[dict]) -> bytes:
+    """Human pairwise and leave-one-out accuracy per subset with their bootstrap intervals."""
+    fig, ax = _figure()
+    labels, values, lows, highs, colors = [], [], [], [], []
+    for s in summaries:
+        a = s["agreement"]
+        for name, key, color in (("pairwise", "human_pairwise_accuracy", BLUE), ("LOO", "human_loo_accuracy", ORANGE)):
+            ci = a.get(f"{key}_ci95") or [None, None]
+            labels.append(f"{s['subset']}\n{name}")
+            values.append(a.get(key))
+            lows.append(ci[0])
+            highs.append(ci[1])
+            colors.append(color)
+    v, err = _interval_errors(values, lows, highs)
+    ax.bar(np.arange(len(v)), np.nan_to_num(v), yerr=err, color=colors, capsize=4)
+    ax.axhline(0.5, color=GREY, linestyle="--", linewidth=1, label="chance")
+    ax.set_xticks(np.arange(len(v)), labels, fontsize=8)
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("accuracy (95 % CI)")
+    ax.set_title("Human ceiling: raters against each other")
+    ax.legend(fontsize=8)
+    return _png(fig)
+
+
+# ---------------------------------------------------------------------------------------------
+# benchmark
+
+
+def roc_points(truth: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(fpr, tpr) at every distinct threshold, from (0, 0) to (1, 1)."""
+    order = np.argsort(-scores, kind="stable")
+    s, t = scores[order], truth[order]
+    last = np.r_[np.diff(s) != 0, True]  # the end of each group of tied scores
+    tp = np.cumsum(t)[last]
+    fp = np.cumsum(1 - t)[last]
+    return np.r_[0.0, fp / max(fp[-1], 1)], np.r_[0.0, tp / max(tp[-1], 1)]
+
+
+def threshold_sweep(truth: np.ndarray, scores: np.ndarray, n: int = 201) -> tuple[np.ndarray, np.ndarray]:
+    """Balanced accuracy of ``score >= threshold`` over a grid of thresholds spanning the scores."""
+    grid = np.linspace(scores.min(), scores.max(), n) if len(scores) else np.empty(0)
+    pos, neg = truth.sum(), len(truth) - truth.sum()
+    s_pos, s_neg = np.sort(scores[truth == 1]), np.sort(scores[truth == 0])
+    tpr = (pos - np.searchsorted(s_pos, grid, side="left")) / pos if pos else np.full(len(grid), np.nan)
+    tnr = np.searchsorted(s_neg, grid, side="left") / neg if neg else np.full(len(grid), np.nan)
+    return grid, (tpr + tnr) / 2
+
+
+def best_threshold(truth: np.ndarray, scores: np.ndarray) -> dict:
+    """The threshold (among the scores themselves) with the highest balanced accuracy.
+    Reported for reference only; the run's threshold is never changed by it."""
+    if len(scores) == 0 or truth.min() == truth.max():
+        return {"threshold": None, "balanced_accuracy": None}
+    cand = np.unique(scores)
+    pos, neg = truth.sum(), len(truth) - truth.sum()
+    tpr = (pos - np.searchsorted(np.sort(scores[truth == 1]), cand, side="left")) / pos
+    tnr = np.searchsorted(np.sort(scores[truth == 0]), cand, side="left") / neg
+    ba = (tpr + tnr) / 2
+    i = int(np.argmax(ba))  # first maximum: the lowest threshold among equals
+    return {"threshold": float(cand[i]), "balanced_accuracy": float(ba[i])}
+
+
+def slice_balanced_accuracy(records: list[dict], key: str, summary: dict, title: str) -> bytes:
+    """Balanced accuracy per slice with its clip-bootstrap interval, and the human ceilings."""
+    n = len(records)
+    fig, ax = _figure(max(6.4, 0.22 * n + 2.5), 3.8)
+    v, err = _interval_errors([r["balanced_accuracy"] for r in records],
+                              [r.get("balanced_accuracy_ci_low") for r in records],
+                              [r.get("balanced_accuracy_ci_high") for r in records])
+    x = np.arange(n)
+    ax.errorbar(x, v, yerr=err, fmt="o", color=BLUE, capsize=3, label="model (95 % CI)")
+    for value, name, style in ((summary.get("human_accuracy_binary"), "human pairwise", "-"),
+                               (summary.get("human_loo_accuracy_binary"), "human LOO", "-."),
+                               (0.5, "chance", "--")):
+        if value is not None:
+            ax.axhline(value, color=GREY if name == "chance" else GREEN, linestyle=style, linewidth=1, label=name)
+    ax.set_xticks(x, [str(r[key]) for r in records], rotation=90 if n > 8 else 0, fontsize=7 if n > 20 else 9)
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("balanced accuracy")
+    ax.set_title(title)
+    ax.legend(fontsize=7, loc="lower right")
+    return _png(fig)
+
+
+def roc_curve(truth: np.ndarray, scores: np.ndarray, auroc: float | None, title: str) -> bytes:
+    fig, ax = _figure(4.6, 4.2)
+    if auroc is not None:
+        fpr, tpr = roc_points(truth, scores)
+        ax.plot(fpr, tpr, color=BLUE, label=f"AUROC {auroc:.3f}")
+    ax.plot([0, 1], [0, 1], color=GREY, linestyle="--", linewidth=1, label="chance")
+    ax.set_xlabel("false positive rate")
+    ax.set_ylabel("true positive rate")
+    ax.set_title(title)
+    ax.legend(fontsize=8, loc="lower right")
+    return _png(fig)
+
+
+def threshold_curve(truth: np.ndarray, scores: np.ndarray, used: float, best: dict, title: str) -> bytes:
+    fig, ax = _figure()
+    if len(scores) and truth.min() != truth.max():
+        grid, ba = threshold_sweep(truth, scores)
+        ax.plot(grid, ba, color=BLUE, label="balanced accuracy")
+    ax.axvline(used, color=ORANGE, linewidth=1.2, label=f"threshold used ({used:g})")
+    if best.get("threshold") is not None:
+        ax.axvline(best["threshold"], color=GREEN, linestyle="-.", linewidth=1.2,
+                   label=f"best ({best['threshold']:.3f}: {best['balanced_accuracy']:.3f}) — not used")
+    ax.axhline(0.5, color=GREY, linestyle="--", linewidth=1)
+    ax.set_xlabel("threshold on similarity")
+    ax.set_ylabel("balanced accuracy")
+    ax.set_ylim(0, 1)
+    ax.set_title(title)
+    ax.legend(fontsize=7)
+    return _png(fig)
+
+
+def comparison(rows: list[dict], title: str) -> bytes:
+    """Leaderboard figure: balanced accuracy with its interval, one point per run and subset."""
+    fig, ax = _figure(6.4, 0.45 * len(rows) + 1.6)
+    v, err = _interval_errors([r["balanced_accuracy"] for r in rows], [r["ci_low"] for r in rows],
+                              [r["ci_high"] for r in rows])
+    y = np.arange(len(rows))[::-1]
+    ax.errorbar(v, y, xerr=err, fmt="o", color=BLUE, capsize=3)
+    ax.axvline(0.5, color=GREY, linestyle="--", linewidth=1)
+    ax.set_yticks(y, [f"{r['run']} ({r['subset']})" for r in rows], fontsize=8)
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("balanced accuracy (95 % clip-bootstrap CI)")
+    ax.set_title(title)
+    return _png(fig)
+
+
+# ---------------------------------------------------------------------------------------------
+# the sets of figures each stage writes
+
+
+def analysis_figures(results) -> tuple[dict[str, bytes], dict]:
+    """PNG files for analysis_outputs/ and the links each report embeds.
+
+    Returns ``(files, links)``: files by path relative to the output root; links["report"] for
+    the combined report and links[<subset>] for that subset's own report (relative to it).
+    """
+    summaries = [r.summary for r in results]
+    files = {"rater_coverage.png": rater_coverage(summaries), "human_ceiling.png": human_ceiling(summaries)}
+    links = {"report": [("Rater coverage", "rater_coverage.png"), ("Human ceiling", "human_ceiling.png")]}
+    for r in results:
+        name = r.subset.name
+        links[name] = []
+        for t in r.subset.slice_tables:
+            majority = next(out for out, src, agg in t.columns if src == "majority_present" and agg == "mean")
+            unanimous = next(out for out, src, agg in t.columns if src == "all_agree_binary" and agg == "mean")
+            file = f"agreement_by_{t.key}.png"
+            files[f"{name}/{file}"] = slice_agreement(r.tables[t.file], t.key, majority, unanimous,
+                                                      f"{name}: agreement by {t.key.replace('_', ' ')}")
+            links[name].append((f"Agreement by {t.key.replace('_', ' ')}", file))
+            links["report"].append((f"{name}: agreement by {t.key.replace('_', ' ')}", f"{name}/{file}"))
+    return files, links
+
+
+def benchmark_figures(result, scored_truth: np.ndarray, scored_scores: np.ndarray) -> tuple[dict[str, bytes], list]:
+    """PNG files for benchmark_outputs/<subset>/ and the links its report embeds."""
+    s, subset = result.summary, result.subset
+    overall = {**s["overall"], "slice": "overall"}
+    unanimous = {**s["unanimous_subset"], "slice": "unanimous"}
+    records = []
+    # buckets are left out: each holds one class of truth by construction, so BA is undefined there
+    for r in (overall, unanimous, *s[f"by_{subset.type_slice}"]):
+        ci = r.get("balanced_accuracy_ci95")
+        lo = r.get("balanced_accuracy_ci_low", ci[0] if ci else None)
+        hi = r.get("balanced_accuracy_ci_high", ci[1] if ci else None)
+        label = r.get("slice") or r.get(subset.type_slice) or r.get("benchmark_bucket")
+        records.append({"slice": label, "balanced_accuracy": r["balanced_accuracy"],
+                        "balanced_accuracy_ci_low": lo, "balanced_accuracy_ci_high": hi})
+    cat = subset.category_slice
+    files = {
+        "balanced_accuracy_by_slice.png": slice_balanced_accuracy(records, "slice", s, f"{subset.name}: balanced accuracy by slice"),
+        f"balanced_accuracy_by_{cat}.png": slice_balanced_accuracy(s[f"by_{cat}"], cat, s,
+                                                                   f"{subset.name}: balanced accuracy by {cat.replace('_', ' ')}"),
+        "roc.png": roc_curve(scored_truth, scored_scores, s["overall"]["auroc"], f"{subset.name}: ROC"),
+        "threshold.png": threshold_curve(scored_truth, scored_scores, s["threshold"], s["best_threshold"],
+                                         f"{subset.name}: balanced accuracy against threshold"),
+    }
+    links = [("Balanced accuracy by slice", "balanced_accuracy_by_slice.png"),
+             (f"Balanced accuracy by {cat.replace('_', ' ')}", f"balanced_accuracy_by_{cat}.png"),
+             ("ROC curve", "roc.png"), ("Balanced accuracy against threshold", "threshold.png")]
+    return files, links
