@@ -70,7 +70,7 @@ def sequential_rate(url: str, dataset: Path, labels: Path, n: int) -> float:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--latency-ms", type=float, default=20)
-    p.add_argument("--workers", type=int, default=32)
+    p.add_argument("--workers", type=int, default=64)
     p.add_argument("--rows", type=int, default=3000, help="dim rows scored through the endpoint")
     p.add_argument("--clip-kb", type=int, default=40)
     args = p.parse_args()
@@ -83,7 +83,8 @@ def main() -> None:
         write_placeholder_clips(tmp / "empty", tmp / "an")
         sham_cmd = [sys.executable, str(REPO / "benchmark.py"), "--analysis-root", str(tmp / "an"),
                     "--dataset-root", str(tmp / "empty"), "--output-dir", str(tmp / "sham")]
-        sham = min((measure(sham_cmd) for _ in range(3)), key=lambda r: r["wall"])
+        sham = min((measure(sham_cmd + ["--no-figures"]) for _ in range(3)), key=lambda r: r["wall"])
+        sham_fig = min(measure(sham_cmd)["wall"] for _ in range(2))
         # endpoint: real-sized random clips for the dim rows that are sent
         dataset = tmp / "dataset"
         rng = np.random.default_rng(0)
@@ -96,11 +97,18 @@ def main() -> None:
         base = [sys.executable, str(REPO / "benchmark.py"), "--analysis-root", str(tmp / "an"),
                 "--dataset-root", str(dataset)]
         n_rows = sum(len(open(tmp / "an" / s / "benchmark_labels.csv").readlines()) - 1 for s in ("emolia-emo", "emolia-dim"))
-        rows = [{"run": "sham, both 1x subsets", "rows": n_rows, "wall s": f"{sham['wall']:.2f}",
-                 "peak MB": f"{sham['peak_mb']:.0f}", "rows/s": f"{n_rows / sham['wall']:,.0f}", "ratio": "target <= 1.5 s"}]
+        rows = [{"run": "sham, both 1x subsets, --no-figures", "rows": n_rows, "wall s": f"{sham['wall']:.2f}",
+                 "peak MB": f"{sham['peak_mb']:.0f}", "rows/s": f"{n_rows / sham['wall']:,.0f}", "ratio": "target <= 1.5 s"},
+                {"run": "sham, both 1x subsets, with figures", "rows": n_rows, "wall s": f"{sham_fig:.2f}",
+                 "ratio": "+ matplotlib import and 8 PNGs"}]
 
-        def endpoint_run(url, tag):
-            cmd = base + ["--subset", "emolia-dim", "--limit", str(args.rows), "--endpoint", url, "--fresh",
+        def endpoint_run(url, tag, repeat=2):
+            """Best of ``repeat`` runs: the scoring-phase rate benchmark.py prints."""
+            runs = [endpoint_once(url, f"{tag}{i}") for i in range(repeat)]
+            return max(runs, key=lambda r: r[1])
+
+        def endpoint_once(url, tag):
+            cmd = base + ["--no-figures", "--subset", "emolia-dim", "--limit", str(args.rows), "--endpoint", url, "--fresh",
                           "--workers", str(args.workers), "--cache-dir", str(tmp / f"cache-{tag}"),
                           "--output-dir", str(tmp / f"out-{tag}")]
             t = time.perf_counter()
@@ -112,7 +120,7 @@ def main() -> None:
         with Server(dataset, 0) as url:
             ceiling_run, client_ceiling = endpoint_run(url, "zero")
         with Server(dataset, args.latency_ms) as url:
-            seq = sequential_rate(url, dataset, tmp / "an", min(200, args.rows))
+            seq = max(sequential_rate(url, dataset, tmp / "an", min(200, args.rows)) for _ in range(2))
             ours_run, ours = endpoint_run(url, "lat")
         bound = min(args.workers / (args.latency_ms / 1000), client_ceiling)
         rows += [

@@ -56,7 +56,9 @@ class ShamHandler(BaseHTTPRequestHandler):
 
     def _send(self, status: int, body: dict, close: bool = False) -> None:
         data = (json.dumps(body) + "\n").encode()
-        self.send_response(status)
+        # status line and only the headers a client needs (no Server/Date): fewer to parse
+        self.log_request(status)
+        self.send_response_only(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         if close:
