@@ -55,6 +55,17 @@ def main() -> int:
     g.add_argument("--cache-dir", type=Path, default=Path(".cache/emolia-bench"),
                    help="response cache for resuming (default: .cache/emolia-bench)")
     g.add_argument("--fresh", action="store_true", help="ignore cached responses (new answers are still cached)")
+    c = p.add_argument_group("in-process CLAP model (needs the 'clap' extra and PyTorch)")
+    c.add_argument("--clap-model", metavar="PATH_OR_ID",
+                   help="score in-process with this transformers ClapModel checkpoint or sentence-transformers audio-text model")
+    c.add_argument("--clap-backend", default="auto", choices=["auto", "transformers", "sentence-transformers"],
+                   help="how to load --clap-model (default: auto = sentence-transformers for a folder with modules.json)")
+    c.add_argument("--clap-device", default="auto", choices=["auto", "cpu", "cuda"], help="auto = cuda when available")
+    c.add_argument("--clap-dtype", default="float32", choices=["float32", "float16", "bfloat16"])
+    c.add_argument("--clap-audio-batch-size", type=int, default=8, help="clips per forward pass (default: 8)")
+    c.add_argument("--clap-text-batch-size", type=int, default=64, help="prompts per forward pass (default: 64)")
+    c.add_argument("--clap-max-seconds", type=float, default=10.0,
+                   help="use the first N seconds of each clip (deterministic; default: 10)")
     f = p.add_argument_group("row selection")
     f.add_argument("--limit", type=int, help="score only the first N rows after filters")
     f.add_argument("--min-raters", type=int, default=1, help="keep items with at least N raters (default: 1)")
@@ -81,7 +92,14 @@ def main() -> int:
 
     filters = Filters(min_raters=max(args.min_raters, 3 if args.require_3_raters else 1),
                       exclude_flagged=args.exclude_flagged, unanimous_only=args.unanimous_only)
-    if args.endpoint:
+    if args.endpoint and args.clap_model:
+        p.error("choose one scorer: --endpoint or --clap-model")
+    if args.clap_model:
+        scorer = get_scorer("clap", model=args.clap_model, device=args.clap_device, dtype=args.clap_dtype,
+                            audio_batch_size=args.clap_audio_batch_size, text_batch_size=args.clap_text_batch_size,
+                            max_seconds=args.clap_max_seconds, cache_dir=args.cache_dir, fresh=args.fresh,
+                            backend=args.clap_backend)
+    elif args.endpoint:
         scorer = get_scorer("endpoint", endpoints=args.endpoint, timeout=args.timeout, workers=args.workers,
                             max_retries=args.max_retries, cache_dir=args.cache_dir, fresh=args.fresh,
                             model_tag=args.model_tag, send_audio=not args.no_audio_send)
@@ -135,7 +153,11 @@ def main() -> int:
         print(f"{r.subset.name}: {s['rows_evaluated_ok']}/{s['rows_total']} rows scored ({s['mode']}, {s['filter_mode']}); "
               f"balanced accuracy {ba}{ci_text} ({o['band']}); missing audio {s['missing_audio']}, "
               f"errors {s['evaluation_errors']} -> {args.output_dir / r.subset.name}")
-    if hasattr(scorer, "stats"):
+    if scorer.mode == "clap":
+        st = scorer.stats
+        print(f"clap: {st['clips_embedded']} clips and {st['texts_embedded']} prompts embedded, {st['cache_hits']} clips "
+              f"from the embedding cache ({getattr(scorer, 'cache_path', args.cache_dir)})")
+    elif hasattr(scorer, "stats"):
         st = scorer.stats
         rate = st["rows"] / st["seconds"] if st["seconds"] else 0.0
         print(f"endpoint: {st['rows']} rows in {st['seconds']:.2f} s ({rate:,.0f} rows/s); {st['requests']} requests, "

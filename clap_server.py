@@ -1,0 +1,63 @@
+"""Serve a CLAP checkpoint over HTTP, behind the same contract as the sham server.
+
+    uv run clap_server.py --model path/to/clap-checkpoint --port 8765
+    uv run benchmark.py --endpoint http://127.0.0.1:8765/v1/similarity --model-tag my-clap
+
+POST /v1/similarity with {"text", "audio_base64" | "audio_path", ...} answers {"similarity": s},
+the cosine of the model's audio and text embeddings — the same number benchmark.py
+--clap-model computes in-process. Concurrent requests are batched into one forward pass
+(--max-batch, --max-wait-ms). One model on N GPUs = N of these servers (--device cuda:0,
+cuda:1, …) given to benchmark.py as N --endpoint options. Needs the 'clap' extra and PyTorch.
+"""
+
+import argparse
+import socket
+import sys
+from pathlib import Path
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", required=True, metavar="PATH_OR_ID",
+                   help="transformers ClapModel checkpoint or sentence-transformers audio-text model")
+    p.add_argument("--backend", default="auto", choices=["auto", "transformers", "sentence-transformers"],
+                   help="how to load --model (default: auto = sentence-transformers for a folder with modules.json)")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8765, help="port (default: 8765; 0 picks a free one)")
+    p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N (default: auto)")
+    p.add_argument("--dtype", default="float32", choices=["float32", "float16", "bfloat16"])
+    p.add_argument("--max-seconds", type=float, default=10.0, help="use the first N seconds of each clip (default: 10)")
+    p.add_argument("--max-batch", type=int, default=8, help="clips per forward pass (default: 8)")
+    p.add_argument("--max-wait-ms", type=float, default=5.0, help="how long a request waits for company (default: 5)")
+    p.add_argument("--max-body-mb", type=float, default=64.0, help="largest request body (default: 64)")
+    p.add_argument("--dataset-root", type=Path, help="serve requests that name audio_path inside this folder")
+    args = p.parse_args()
+
+    from emolia_bench.clap_server import build_app
+    from emolia_bench.errors import InputError
+    from emolia_bench.scorers.clap import load_embedder
+
+    try:
+        embedder = load_embedder(args.model, args.backend, args.device, args.dtype, args.max_seconds)
+    except InputError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    import uvicorn
+
+    app = build_app(embedder, args.dataset_root, args.max_batch, args.max_wait_ms, args.max_body_mb)
+    sock = socket.socket(socket.AF_INET6 if ":" in args.host else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((args.host, args.port))
+    except OSError as e:
+        print(f"error: cannot listen on {args.host}:{args.port}: {e.strerror}", file=sys.stderr)
+        return 2
+    host, port = sock.getsockname()[:2]
+    print(f"CLAP server ({args.model} on {embedder.device}) on http://{host}:{port}/v1/similarity", flush=True)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    server.run(sockets=[sock])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

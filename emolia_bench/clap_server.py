@@ -1,0 +1,128 @@
+"""Serve an in-process CLAP model behind the endpoint contract of SPEC §4.3 (FastAPI + uvicorn).
+
+Requests are decoded concurrently, then a single batching thread gathers the waveforms of
+concurrent requests (up to ``max_batch``, waiting at most ``max_wait_ms`` for company) into
+one forward pass, so an accelerator stays busy; prompt embeddings are computed once per
+distinct prompt and kept. Scores equal the in-process backend's (the same decoding, cropping
+and batch-independent embedding).
+
+(No ``from __future__ import annotations`` here: FastAPI must see the real ``Request`` type.)
+"""
+
+
+import asyncio
+import base64
+import binascii
+import json
+import queue
+import threading
+from concurrent.futures import Future
+from pathlib import Path
+
+import numpy as np
+
+from .sham_server import PathRefused, resolve_inside
+
+
+class Batcher:
+    def __init__(self, embedder, max_batch: int = 8, max_wait_ms: float = 5.0):
+        self.embedder, self.max_batch, self.max_wait = embedder, max(1, max_batch), max_wait_ms / 1000
+        self.jobs: queue.Queue = queue.Queue()
+        self.texts: dict[str, np.ndarray] = {}
+        self.batches = 0
+        threading.Thread(target=self._run, daemon=True, name="clap-batcher").start()
+
+    def submit(self, wave: np.ndarray, text: str) -> Future:
+        fut: Future = Future()
+        self.jobs.put((wave, text, fut))
+        return fut
+
+    def _run(self) -> None:
+        while True:
+            batch = [self.jobs.get()]
+            try:
+                while len(batch) < self.max_batch:
+                    batch.append(self.jobs.get(timeout=self.max_wait))
+            except queue.Empty:
+                pass
+            try:
+                new = sorted({t for _, t, _ in batch} - self.texts.keys())
+                if new:
+                    self.texts.update(zip(new, self.embedder.embed_texts(new), strict=True))
+                audio = self.embedder.embed_audio([w for w, _, _ in batch])
+                self.batches += 1
+                for (_, text, fut), a in zip(batch, audio, strict=True):
+                    fut.set_result(float(np.dot(a.astype(np.float64), self.texts[text].astype(np.float64))))
+            except Exception as e:  # noqa: BLE001 - hand the failure to every waiting request
+                for _, _, fut in batch:
+                    if not fut.done():
+                        fut.set_exception(e)
+
+
+def build_app(embedder, dataset_root: Path | None = None, max_batch: int = 8, max_wait_ms: float = 5.0,
+              max_body_mb: float = 64.0):
+    from fastapi import FastAPI, Request
+    from fastapi.concurrency import run_in_threadpool
+    from fastapi.responses import JSONResponse
+
+    from .scorers.clap import decode_audio
+
+    app = FastAPI(title="emolia-bench CLAP server")
+    batcher = Batcher(embedder, max_batch, max_wait_ms)
+    app.state.batcher = batcher
+    root = Path(dataset_root).resolve() if dataset_root else None
+    limit = int(max_body_mb * 1024 * 1024)
+
+    def error(status: int, message: str) -> JSONResponse:
+        return JSONResponse({"error": message}, status_code=status)
+
+    @app.get("/health")
+    async def health():
+        return {"status": "ok", "model": embedder.name, "batches": batcher.batches}
+
+    @app.post("/v1/similarity")
+    async def similarity(request: Request):
+        length = request.headers.get("content-length")
+        if length is not None and length.isdigit() and int(length) > limit:
+            return error(413, f"body exceeds the limit of {limit} bytes")
+        body = await request.body()
+        if len(body) > limit:
+            return error(413, f"body exceeds the limit of {limit} bytes")
+        try:
+            payload = json.loads(body)
+        except (ValueError, UnicodeDecodeError):
+            return error(400, "body is not valid JSON")
+        if not isinstance(payload, dict):
+            return error(400, "body must be a JSON object")
+        text = payload.get("text")
+        if not isinstance(text, str) or not text:
+            return error(400, "'text' must be a non-empty string")
+        for field in ("audio_base64", "audio_path", "audio_filename", "item_stem"):
+            if payload.get(field) is not None and not isinstance(payload[field], str):
+                return error(400, f"'{field}' must be a string")
+        if payload.get("audio_base64"):
+            try:
+                data = base64.b64decode(payload["audio_base64"], validate=True)
+            except (binascii.Error, ValueError):
+                return error(400, "'audio_base64' is not valid base64")
+        elif root is not None and payload.get("audio_path"):
+            try:
+                clip = resolve_inside(root, payload["audio_path"])
+            except PathRefused as e:
+                return error(400, str(e))
+            if not clip.is_file():
+                return error(404, "no clip at audio_path under the dataset root")
+            data = await run_in_threadpool(clip.read_bytes)
+        else:
+            return error(400, "need 'audio_base64' (or 'audio_path' when the server has a dataset root)")
+        try:
+            wave = await run_in_threadpool(decode_audio, data, embedder.rate, embedder.max_seconds)
+        except Exception as e:  # noqa: BLE001 - any decoder failure is the client's clip
+            return error(400, f"audio could not be decoded ({type(e).__name__})")
+        try:
+            value = await asyncio.wrap_future(batcher.submit(wave, text))
+        except Exception as e:  # noqa: BLE001
+            return error(500, f"model failure ({type(e).__name__})")
+        return {"similarity": value}
+
+    return app

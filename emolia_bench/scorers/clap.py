@@ -1,0 +1,332 @@
+"""In-process CLAP scorer: a transformers ``ClapModel`` checkpoint or a sentence-transformers
+audio–text model, on CPU or GPU.
+
+similarity = cosine(audio embedding, text embedding), both from the model's projection heads.
+
+* Each unique prompt and each unique clip (by content) is embedded once, not once per row;
+  embeddings are cached on disk keyed by the model's fingerprint and the clip's sha256 (or the
+  prompt), so a re-run or the other subset re-uses them.
+* Scores do not depend on batch size or batch composition: the feature extractor handles each
+  clip on its own (repeat-padding to the model's fixed input length), audio is cropped
+  deterministically to ``max_seconds`` (its first seconds) before the extractor ever sees it —
+  so its random-crop branch never runs — text batches carry attention masks, and the model runs
+  in eval mode. Tests assert batch sizes 1 and 8 agree to 1e-5.
+* Audio is decoded with soundfile (libsndfile: WAV, FLAC, OGG, MP3) and resampled to the
+  model's rate with scipy's polyphase resampler. A clip that cannot be decoded is an error row.
+
+Backends (``backend``): ``transformers`` loads ``ClapModel`` + ``ClapProcessor``;
+``sentence-transformers`` loads ``SentenceTransformer`` (v6+, whose ``encode`` takes text and
+``{"array", "sampling_rate"}`` audio); ``auto`` picks sentence-transformers for a folder that has a
+``modules.json`` and transformers otherwise.
+
+Needs the ``clap`` extra (transformers, sentence-transformers) and a PyTorch build for your
+machine; all are imported only when this scorer is chosen.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import json
+import math
+import os
+import threading
+from fractions import Fraction
+from pathlib import Path
+
+from . import ScoreResult
+
+INSTALL_HINT = ("the in-process CLAP backend needs the 'clap' extra and PyTorch: "
+                "uv sync --extra clap, then install a torch build for your machine (pip install torch)")
+BACKENDS = ("auto", "transformers", "sentence-transformers")
+
+
+def require(*modules: str):
+    """Import optional dependencies, or stop with exit code 2 naming the extra to install."""
+    import importlib
+
+    try:
+        return tuple(importlib.import_module(m) for m in modules)
+    except ImportError as e:
+        from ..errors import InputError
+
+        raise InputError("--clap-model", f"{INSTALL_HINT} (missing: {e.name})") from None
+
+
+def require_backend():
+    return require("torch", "transformers")
+
+
+def resolve_backend(model: str, backend: str = "auto") -> str:
+    """``auto``: a sentence-transformers folder (it has modules.json) or a transformers checkpoint."""
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown backend {backend!r}; expected one of {', '.join(BACKENDS)}")
+    if backend != "auto":
+        return backend
+    return "sentence-transformers" if (Path(model) / "modules.json").is_file() else "transformers"
+
+
+def decode_audio(data: bytes, target_rate: int, max_seconds: float):
+    """Mono float32 at ``target_rate``, cropped to its first ``max_seconds``."""
+    import numpy as np
+    import soundfile as sf
+    from scipy.signal import resample_poly
+
+    wav, rate = sf.read(io.BytesIO(data), dtype="float32", always_2d=True)
+    wav = wav.mean(axis=1)
+    if rate != target_rate:
+        ratio = Fraction(target_rate, rate)
+        wav = resample_poly(wav, ratio.numerator, ratio.denominator).astype(np.float32)
+    limit = int(max_seconds * target_rate)
+    if len(wav) > limit:
+        wav = wav[:limit]
+    if len(wav) == 0:
+        raise ValueError("the clip has no samples")
+    return wav
+
+
+def model_fingerprint(model: str) -> str:
+    """Identifies the weights: for a local folder, its config and the size, head and tail of
+    each weight file (cheap even for GB checkpoints); for a hub id, the id itself."""
+    p = Path(model)
+    h = hashlib.sha256()
+    if p.is_dir():
+        for f in sorted(p.iterdir()):
+            if f.suffix in (".json", ".safetensors", ".bin", ".txt") and f.is_file():
+                h.update(f.name.encode())
+                size = f.stat().st_size
+                h.update(str(size).encode())
+                with open(f, "rb") as fh:
+                    h.update(fh.read(1 << 20))
+                    if size > 2 << 20:
+                        fh.seek(-(1 << 20), os.SEEK_END)
+                        h.update(fh.read())
+    else:
+        h.update(model.encode())
+    return h.hexdigest()[:20]
+
+
+class EmbeddingCache:
+    """Append-only JSONL of float32 vectors, one file per model fingerprint."""
+
+    def __init__(self, cache_dir: Path, fingerprint: str, fresh: bool = False):
+        self.path = Path(cache_dir) / f"embeddings-{fingerprint}.jsonl"
+        self.vectors: dict[str, bytes] = {}
+        if not fresh and self.path.exists():
+            with open(self.path, encoding="utf-8", errors="replace") as f:
+                for line in f:
+                    try:
+                        rec = json.loads(line)
+                        self.vectors[rec["k"]] = base64.b64decode(rec["v"])
+                    except (ValueError, KeyError, TypeError):
+                        continue  # torn line from a killed run
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fh = open(self.path, "a", encoding="utf-8")
+        self._lock = threading.Lock()
+
+    def get(self, key: str):
+        import numpy as np
+
+        raw = self.vectors.get(key)
+        return None if raw is None else np.frombuffer(raw, dtype=np.float32)
+
+    def put(self, key: str, vector) -> None:
+        import numpy as np
+
+        raw = np.asarray(vector, dtype=np.float32).tobytes()
+        with self._lock:
+            self.vectors[key] = raw
+            self._fh.write(json.dumps({"k": key, "v": base64.b64encode(raw).decode("ascii")}) + "\n")
+            self._fh.flush()
+
+    def close(self) -> None:
+        with self._lock:
+            if not self._fh.closed:
+                self._fh.flush()
+                os.fsync(self._fh.fileno())
+                self._fh.close()
+
+
+class ClapEmbedder:
+    """Loads a checkpoint once and embeds texts and clips in batches (used by the scorer and
+    by clap_server.py)."""
+
+    def __init__(self, model: str, device: str = "auto", dtype: str = "float32", max_seconds: float = 10.0):
+        torch, transformers = require_backend()
+        self.torch = torch
+        if device == "auto":
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+        self.device = torch.device(device)
+        self.dtype = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}[dtype]
+        self.processor = transformers.ClapProcessor.from_pretrained(model)
+        self.model = transformers.ClapModel.from_pretrained(model).to(self.device, dtype=self.dtype).eval()
+        fe = self.processor.feature_extractor
+        self.rate = int(fe.sampling_rate)
+        # never longer than the extractor's own window, so its random crop can never trigger
+        self.max_seconds = min(max_seconds, fe.nb_max_samples / self.rate)
+        self.name = model
+        # tokenizers often do not know the text tower's limit; RoBERTa positions start at 2
+        positions = getattr(self.model.config.text_config, "max_position_embeddings", 514)
+        self.max_tokens = min(int(self.processor.tokenizer.model_max_length), positions - 2)
+
+    def _features(self, out):
+        return out if isinstance(out, self.torch.Tensor) else out.pooler_output
+
+    def embed_texts(self, texts: list[str]):
+        with self.torch.inference_mode():
+            inputs = self.processor.tokenizer(texts, padding=True, truncation=True, max_length=self.max_tokens,
+                                              return_tensors="pt").to(self.device)
+            emb = self._features(self.model.get_text_features(**inputs))
+            emb = self.torch.nn.functional.normalize(emb.float(), dim=-1)
+        return emb.cpu().numpy()
+
+    def embed_audio(self, waves: list):
+        with self.torch.inference_mode():
+            inputs = self.processor.feature_extractor(waves, sampling_rate=self.rate, return_tensors="pt")
+            inputs = {k: (v.to(self.device, dtype=self.dtype) if v.is_floating_point() else v.to(self.device))
+                      for k, v in inputs.items()}
+            emb = self._features(self.model.get_audio_features(**inputs))
+            emb = self.torch.nn.functional.normalize(emb.float(), dim=-1)
+        return emb.cpu().numpy()
+
+
+class SentenceTransformerEmbedder:
+    """The same interface over a sentence-transformers audio–text model (``encode`` of text and
+    of ``{"array", "sampling_rate"}`` dicts, embeddings L2-normalised)."""
+
+    def __init__(self, model: str, device: str = "auto", dtype: str = "float32", max_seconds: float = 10.0):
+        (torch, st) = require("torch", "sentence_transformers")
+        if device == "auto":
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+        self.torch = torch
+        self.device = torch.device(device)
+        self.dtype = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}[dtype]
+        self.model = st.SentenceTransformer(model, device=device).to(self.dtype).eval()
+        modalities = set(getattr(self.model, "modalities", ()) or ())
+        if "audio" not in modalities:
+            from ..errors import InputError
+
+            raise InputError("--clap-model", f"{model} is a sentence-transformers model without an audio "
+                                             f"modality (has: {', '.join(sorted(map(str, modalities))) or 'none'})")
+        fe = getattr(getattr(self.model[0], "processor", None), "feature_extractor", None)
+        self.rate = int(getattr(fe, "sampling_rate", 16000))
+        window = getattr(fe, "nb_max_samples", None)
+        self.max_seconds = min(max_seconds, window / self.rate) if window else max_seconds
+        self.name = model
+
+    def _encode(self, inputs: list):
+        import numpy as np
+
+        with self.torch.inference_mode():
+            emb = self.model.encode(inputs, batch_size=max(1, len(inputs)), convert_to_numpy=True,
+                                    normalize_embeddings=True, show_progress_bar=False)
+        return np.asarray(emb, dtype=np.float32)
+
+    def embed_texts(self, texts: list[str]):
+        return self._encode(list(texts))
+
+    def embed_audio(self, waves: list):
+        return self._encode([{"array": w, "sampling_rate": self.rate} for w in waves])
+
+
+def load_embedder(model: str, backend: str = "auto", device: str = "auto", dtype: str = "float32",
+                  max_seconds: float = 10.0):
+    """Load a checkpoint with the chosen backend; a checkpoint that cannot be loaded is bad input."""
+    from ..errors import InputError
+
+    kind = resolve_backend(model, backend)
+    cls = SentenceTransformerEmbedder if kind == "sentence-transformers" else ClapEmbedder
+    try:
+        return cls(model, device, dtype, max_seconds)
+    except InputError:
+        raise
+    except (OSError, ValueError, KeyError, RuntimeError) as e:
+        raise InputError("--clap-model", f"cannot load {model!r} with the {kind} backend "
+                                         f"({type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''})") from None
+
+
+class ClapScorer:
+    mode = "clap"
+    endpoint = None
+
+    def __init__(self, model: str, device: str = "auto", dtype: str = "float32", audio_batch_size: int = 8,
+                 text_batch_size: int = 64, max_seconds: float = 10.0, cache_dir: Path | None = None,
+                 fresh: bool = False, backend: str = "auto"):
+        self.model_id, self.device, self.dtype = model, device, dtype
+        self.backend = resolve_backend(model, backend)
+        self.audio_batch_size, self.text_batch_size = max(1, audio_batch_size), max(1, text_batch_size)
+        self.max_seconds, self.cache_dir, self.fresh = max_seconds, cache_dir, fresh
+        self.embedder = None
+        self.stats = {"texts_embedded": 0, "clips_embedded": 0, "cache_hits": 0}
+
+    def _embedder(self) -> ClapEmbedder:
+        if self.embedder is None:
+            self.embedder = load_embedder(self.model_id, self.backend, self.device, self.dtype, self.max_seconds)
+        return self.embedder
+
+    def score(self, rows, dataset_root, progress=None) -> ScoreResult:
+        import numpy as np
+
+        require("torch", "sentence_transformers" if self.backend == "sentence-transformers" else "transformers")
+        n = len(rows)
+        sims = np.full(n, np.nan)
+        errors: list[str | None] = [None] * n
+        fp = model_fingerprint(self.model_id)
+        tag = f"{fp}-{self.backend}-{self.dtype}-{self.max_seconds:g}"
+        cache = EmbeddingCache(self.cache_dir or Path(".cache/emolia-bench"), tag, self.fresh)
+        self.cache_path = cache.path
+        try:
+            # texts: each unique prompt once
+            prompts = sorted(set(rows["prompt"]))
+            text_key = {p: "t:" + hashlib.sha256(p.encode()).hexdigest() for p in prompts}
+            todo = [p for p in prompts if cache.get(text_key[p]) is None]
+            for i in range(0, len(todo), self.text_batch_size):
+                batch = todo[i:i + self.text_batch_size]
+                for p, v in zip(batch, self._embedder().embed_texts(batch), strict=True):
+                    cache.put(text_key[p], v)
+                self.stats["texts_embedded"] += len(batch)
+            # clips: each unique content once
+            paths = rows["audio_path"].tolist()
+            clip_key, key_error, pending, queued = {}, {}, [], set()
+            for rel in sorted(set(paths)):
+                try:
+                    data = (Path(dataset_root) / rel).read_bytes()
+                except OSError as e:
+                    clip_key[rel] = "missing:" + rel
+                    key_error[clip_key[rel]] = f"audio_unreadable: {e.strerror or type(e).__name__}"
+                    continue
+                key = "a:" + hashlib.sha256(data).hexdigest()
+                clip_key[rel] = key
+                if cache.get(key) is None and key not in queued:
+                    pending.append((key, data))
+                    queued.add(key)
+                else:
+                    self.stats["cache_hits"] += 1
+            for i in range(0, len(pending), self.audio_batch_size):
+                waves, keys = [], []
+                for key, data in pending[i:i + self.audio_batch_size]:
+                    try:
+                        waves.append(decode_audio(data, self._embedder().rate, self._embedder().max_seconds))
+                        keys.append(key)
+                    except Exception as e:  # noqa: BLE001 - any decoder failure is this clip's error
+                        key_error[key] = f"audio_undecodable: {type(e).__name__}: {str(e)[:120]}"
+                if waves:
+                    for key, v in zip(keys, self._embedder().embed_audio(waves), strict=True):
+                        cache.put(key, v)
+                    self.stats["clips_embedded"] += len(waves)
+            for row, (rel, prompt) in enumerate(zip(paths, rows["prompt"], strict=True)):
+                key = clip_key[rel]
+                if key in key_error:
+                    errors[row] = key_error[key]
+                else:
+                    a, t = cache.get(key), cache.get(text_key[prompt])
+                    value = float(np.dot(a.astype(np.float64), t.astype(np.float64)))
+                    sims[row] = value if math.isfinite(value) else np.nan
+                    if not math.isfinite(value):
+                        errors[row] = "non-finite similarity"
+                if progress is not None:
+                    progress.update(1)
+        finally:
+            cache.close()
+        return ScoreResult(similarity=sims, error=errors)

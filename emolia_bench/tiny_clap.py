@@ -1,0 +1,88 @@
+"""A tiny, randomly initialised CLAP checkpoint, built locally (no download).
+
+The tests, the demo and ``bench/bench_clap.py`` use it to drive the real in-process and server
+code paths (tokenizer, feature extractor, HTSAT audio tower, RoBERTa text tower, projections)
+without fetching weights: this machine and CI reach no model hub. Its scores are meaningless;
+what they prove is the plumbing.
+
+    uv run python -m emolia_bench.tiny_clap OUT_DIR [--sentence-transformers ST_DIR]
+
+Needs the ``clap`` extra and PyTorch (and sentence-transformers for ``--sentence-transformers``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import warnings
+from pathlib import Path
+
+# Text the byte-level BPE tokenizer is trained on; any text still tokenizes (byte fallback).
+CORPUS = [
+    "Speech audio in which the speaker expresses or conveys Awe.",
+    "Speech audio matching the description of TEMP at level 3.",
+    "A slow, calm voice with long pauses between phrases.",
+    "Fast speech with a high, bright pitch / loud and tense.",
+]
+SAMPLING_RATE = 16_000
+
+
+def build_tiny_clap(out_dir: Path, seed: int = 0, st_dir: Path | None = None) -> Path:
+    """Write a ``ClapModel`` + ``ClapProcessor`` to ``out_dir`` (and, optionally, the same model
+    in sentence-transformers format to ``st_dir``). Deterministic for a given seed."""
+    import torch
+    from tokenizers import ByteLevelBPETokenizer
+    from transformers import (
+        ClapConfig,
+        ClapFeatureExtractor,
+        ClapModel,
+        ClapProcessor,
+        RobertaTokenizerFast,
+    )
+
+    out_dir = Path(out_dir)
+    tok_dir = out_dir / "_tokenizer"
+    tok_dir.mkdir(parents=True, exist_ok=True)
+    bpe = ByteLevelBPETokenizer()
+    bpe.train_from_iterator(CORPUS * 4, vocab_size=320, min_frequency=1,
+                            special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"], show_progress=False)
+    bpe.save_model(str(tok_dir))
+    tokenizer = RobertaTokenizerFast(vocab_file=str(tok_dir / "vocab.json"), merges_file=str(tok_dir / "merges.txt"),
+                                     model_max_length=64)
+    # 2-second window, 16 mel bins; "rand_trunc" with clips never longer than the window means the
+    # extractor only ever repeat-pads (its random crop needs a longer clip, which we never pass).
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "a mel filter has all zero values": harmless at 16 bins
+        extractor = ClapFeatureExtractor(feature_size=16, sampling_rate=SAMPLING_RATE, hop_length=160, max_length_s=2,
+                                         fft_window_size=400, padding="repeatpad", truncation="rand_trunc")
+    processor = ClapProcessor(feature_extractor=extractor, tokenizer=tokenizer)
+    config = ClapConfig(
+        text_config=dict(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                         intermediate_size=37, max_position_embeddings=70, projection_dim=16),
+        audio_config=dict(spec_size=64, num_mel_bins=16, window_size=4, patch_size=4, patch_stride=[4, 4],
+                          hidden_size=32, depths=[1, 1], num_attention_heads=[2, 2], enable_fusion=False,
+                          projection_dim=16, patch_embeds_hidden_size=16),
+        projection_dim=16,
+    )
+    torch.manual_seed(seed)
+    model = ClapModel(config).eval()
+    model.save_pretrained(out_dir)
+    processor.save_pretrained(out_dir)
+    if st_dir is not None:
+        from sentence_transformers import SentenceTransformer
+
+        SentenceTransformer(str(out_dir), device="cpu").save(str(st_dir))
+    return out_dir
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("out_dir", type=Path, help="folder for the transformers checkpoint")
+    p.add_argument("--sentence-transformers", type=Path, metavar="ST_DIR", help="also save it in sentence-transformers format")
+    p.add_argument("--seed", type=int, default=0)
+    args = p.parse_args()
+    build_tiny_clap(args.out_dir, args.seed, args.sentence_transformers)
+    print(f"tiny CLAP checkpoint in {args.out_dir}" + (f" and {args.sentence_transformers}" if args.sentence_transformers else ""))
+
+
+if __name__ == "__main__":
+    main()
