@@ -32,24 +32,50 @@ def stage(*args) -> None:
 
 
 @contextmanager
-def sham_server(dataset_root: Path):
-    """Start sham_clap_server.py on a free loopback port; stop it on exit."""
-    cmd = [sys.executable, str(REPO / "sham_clap_server.py"), "--port", "0", "--dataset-root", str(dataset_root)]
+def server(script: str, *args):
+    """Start a server script on a free loopback port; stop it on exit."""
+    cmd = [sys.executable, str(REPO / script), "--port", "0", *map(str, args)]
     print("$", " ".join(["python", *cmd[1:]]), "&", flush=True)
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, text=True)
     try:
         line = proc.stdout.readline()
         if "http://" not in line:
-            sys.exit(f"sham server did not start (exit code {proc.poll()})")
+            sys.exit(f"{script} did not start (exit code {proc.poll()})")
         yield line.split()[-1]
     finally:
         proc.terminate()
-        proc.wait(10)
+        proc.wait(20)
 
 
 def similarities(path: Path) -> list[str]:
     with open(path, newline="") as f:
         return [row["similarity"] for row in csv.DictReader(f)]
+
+
+def clap_stages(work: Path) -> None:
+    """A tiny CLAP scored in-process and through clap_server.py: the two must agree."""
+    try:
+        import torch  # noqa: F401
+        import transformers  # noqa: F401
+    except ImportError:
+        print("(skipping the CLAP stages: install the 'clap' extra and PyTorch to run them)")
+        return
+    model = work / "tiny_clap"
+    stage("-m", "emolia_bench.tiny_clap", model)
+    common = ["--analysis-root", work / "analysis_outputs", "--dataset-root", REPO / "dataset", "--no-figures"]
+    stage("benchmark.py", *common, "--output-dir", work / "benchmark_clap", "--clap-model", model,
+          "--clap-device", "cpu", "--cache-dir", work / "cache", "--fresh")
+    with server("clap_server.py", "--model", model, "--device", "cpu", "--dataset-root", REPO / "dataset") as url:
+        stage("benchmark.py", *common, "--output-dir", work / "benchmark_clap_server", "--endpoint", url,
+              "--no-audio-send", "--cache-dir", work / "cache", "--fresh", "--workers", "8")
+    for subset in ("emolia-emo", "emolia-dim"):
+        local = [float(x) for x in similarities(work / "benchmark_clap" / subset / "predictions.csv")]
+        remote = [float(x) for x in similarities(work / "benchmark_clap_server" / subset / "predictions.csv")]
+        worst = max(abs(a - b) for a, b in zip(local, remote, strict=True))
+        if len(local) != len(remote) or worst > 1e-5:
+            sys.exit(f"{subset}: clap_server.py scores differ from in-process scores (max |diff| {worst:.2e})")
+        print(f"{subset}: all {len(local)} tiny-CLAP scores through clap_server.py equal the in-process scores "
+              f"(max |diff| {worst:.1e})")
 
 
 def main() -> None:
@@ -67,7 +93,7 @@ def main() -> None:
     stage("analysis.py", "--annotations-root", work / "annotations", "--output-root", work / "analysis_outputs")
     stage("benchmark.py", "--analysis-root", work / "analysis_outputs", "--dataset-root", REPO / "dataset",
           "--output-dir", work / "benchmark_sham")
-    with sham_server(REPO / "dataset") as url:
+    with server("sham_clap_server.py", "--dataset-root", REPO / "dataset") as url:
         stage("benchmark.py", "--analysis-root", work / "analysis_outputs", "--dataset-root", REPO / "dataset",
               "--output-dir", work / "benchmark_server", "--endpoint", url, "--cache-dir", work / "cache", "--fresh")
     for subset in ("emolia-emo", "emolia-dim"):
@@ -81,6 +107,7 @@ def main() -> None:
           "--output-dir", work / "benchmark_sham_t0.2", "--threshold", "0.2")
     stage("compare.py", work / "benchmark_sham", work / "benchmark_sham_t0.2", "--names", "sham-t0.0", "sham-t0.2",
           "--output-dir", work / "comparison")
+    clap_stages(work)
     print(f"\ndone: reports in {work}/analysis_outputs/report.md, {work}/benchmark_sham/<subset>/report.md "
           f"and {work}/comparison/leaderboard.md")
 

@@ -142,7 +142,7 @@ def test_demo_scored_in_process_and_through_clap_server_gives_identical_scores(t
                    "--clap-model", tiny["hf"], "--clap-device", "cpu", "--cache-dir", tmp_path / "c1", timeout=600)
     assert r.returncode == 0, r.stderr
     server = subprocess.Popen([sys.executable, str(REPO / "clap_server.py"), "--model", str(tiny["hf"]), "--port", "0",
-                               "--device", "cpu", "--max-batch", "8"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               "--device", "cpu", "--max-batch", "8", "--dataset-root", str(DATASET)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True)
     try:
         line = server.stdout.readline()
@@ -152,6 +152,22 @@ def test_demo_scored_in_process_and_through_clap_server_gives_identical_scores(t
                        tmp_path / "served", "--endpoint", url, "--workers", "8", "--cache-dir", tmp_path / "c2",
                        timeout=600)
         assert r.returncode == 0, r.stderr
+        # the server's contract and path safety, like the sham server's
+        import requests
+
+        base = url.rsplit("/v1/", 1)[0]
+        assert requests.get(base + "/health", timeout=10).status_code == 200
+        assert requests.post(base + "/v1/nothing", json={"text": "x"}, timeout=10).status_code == 404
+        assert requests.post(url, data=b"{not json", timeout=10).status_code == 400
+        assert requests.post(url, json={"text": 3, "audio_path": "x.mp3"}, timeout=10).status_code == 400
+        for escape in ("../pyproject.toml", "/etc/passwd", "emolia-emo/../../pyproject.toml"):
+            bad = requests.post(url, json={"text": "x", "audio_path": escape}, timeout=10)
+            assert bad.status_code == 400 and "tool.pytest" not in bad.text, escape
+        # audio read by the server from its dataset root = audio sent as base64
+        first = pd.read_csv(tmp_path / "served" / "emolia-dim" / "predictions.csv").iloc[0]
+        rel = first["audio_path"].split("dataset/", 1)[1]
+        by_path = requests.post(url, json={"text": first["prompt"], "audio_path": rel}, timeout=30).json()["similarity"]
+        assert by_path == pytest.approx(first["similarity"], abs=1e-5)
     finally:
         server.terminate()
         server.wait(20)
