@@ -73,11 +73,14 @@ def main() -> int:
     outputs["report.md"] = analysis_report(results, figures=links.get("report")).encode()
     write_outputs(args.output_root, outputs)
 
+    def fmt(x):  # 0.0 is a value, None is n/a
+        return "n/a" if x is None else f"{x:.3f}"
+
     for r in results:
         s, ag = r.summary, r.summary["agreement"]
         print(f"{r.subset.name}: {s['items_total']} items ({s['items_complete']} complete), "
-              f"human pairwise acc {ag['human_pairwise_accuracy'] or float('nan'):.3f}, "
-              f"LOO acc {ag['human_loo_accuracy'] or float('nan'):.3f} -> {args.output_root / r.subset.name}")
+              f"human pairwise acc {fmt(ag['human_pairwise_accuracy'])}, "
+              f"LOO acc {fmt(ag['human_loo_accuracy'])} -> {args.output_root / r.subset.name}")
     return 0
 
 

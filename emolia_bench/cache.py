@@ -26,16 +26,27 @@ def cache_key(model_tag: str, audio_sha256: str, prompt: str, item_stem: str) ->
     return hashlib.sha256(json.dumps([model_tag, audio_sha256, prompt, item_stem]).encode("utf-8")).hexdigest()
 
 
-class ResponseCache:
-    def __init__(self, cache_dir: Path, model_tag: str, fresh: bool = False,
+class JsonlStore:
+    """Append-only key → value JSONL file: every ``put`` is appended and flushed at once, and
+    fsynced every ``sync_every`` entries or ``sync_seconds``; lines that do not decode (a torn
+    last line from a killed writer, foreign content) are skipped on load. ``encode`` turns a
+    value into a JSON-able one and ``decode`` back (raising ValueError/TypeError/KeyError for
+    an unusable one)."""
+
+    def __init__(self, path: Path, fresh: bool = False, encode=lambda v: v, decode=lambda v: v,
                  sync_every: int = 64, sync_seconds: float = 1.0):
-        self.model_tag = model_tag
-        tag = hashlib.sha256(model_tag.encode("utf-8")).hexdigest()[:16]
-        self.path = Path(cache_dir) / f"responses-{tag}.jsonl"
-        self.entries: dict[str, float] = {}
-        self.loaded = 0
+        self.path = Path(path)
+        self.encode, self.decode = encode, decode
+        self.entries: dict = {}
         if not fresh and self.path.exists():
-            self._load()
+            with open(self.path, encoding="utf-8", errors="replace") as f:
+                for line in f:
+                    try:
+                        rec = json.loads(line)
+                        self.entries[rec["k"]] = decode(rec["v"])
+                    except (ValueError, KeyError, TypeError):
+                        continue
+        self.loaded = len(self.entries)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fh = open(self.path, "a", encoding="utf-8")
         self._lock = threading.Lock()
@@ -44,25 +55,13 @@ class ResponseCache:
         self.sync_every, self.sync_seconds = sync_every, sync_seconds
         self.written = 0
 
-    def _load(self) -> None:
-        with open(self.path, encoding="utf-8", errors="replace") as f:
-            for line in f:
-                try:
-                    rec = json.loads(line)
-                    value = float(rec["s"])
-                except (ValueError, KeyError, TypeError):
-                    continue  # a torn line from a killed run, or foreign content
-                if math.isfinite(value):
-                    self.entries[rec["k"]] = value
-        self.loaded = len(self.entries)
-
-    def get(self, key: str) -> float | None:
+    def get(self, key: str):
         return self.entries.get(key)
 
-    def put(self, key: str, similarity: float) -> None:
-        line = json.dumps({"k": key, "s": similarity}) + "\n"
+    def put(self, key: str, value) -> None:
+        line = json.dumps({"k": key, "v": self.encode(value)}) + "\n"
         with self._lock:
-            self.entries[key] = similarity
+            self.entries[key] = value
             self._fh.write(line)
             self._fh.flush()
             self.written += 1
@@ -78,3 +77,21 @@ class ResponseCache:
                 self._fh.flush()
                 os.fsync(self._fh.fileno())
                 self._fh.close()
+
+
+def _finite(value) -> float:
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError("not finite")
+    return value
+
+
+class ResponseCache(JsonlStore):
+    """Endpoint answers (finite floats), one file per model tag."""
+
+    def __init__(self, cache_dir: Path, model_tag: str, fresh: bool = False,
+                 sync_every: int = 64, sync_seconds: float = 1.0):
+        self.model_tag = model_tag
+        tag = hashlib.sha256(model_tag.encode("utf-8")).hexdigest()[:16]
+        super().__init__(Path(cache_dir) / f"responses-{tag}.jsonl", fresh, decode=_finite,
+                         sync_every=sync_every, sync_seconds=sync_seconds)

@@ -273,18 +273,41 @@ def write_atomic(path: Path, data: bytes) -> None:
 
 
 def write_outputs(root: Path, files: Mapping[str, bytes]) -> None:
-    """Write a set of outputs computed in full beforehand, each one atomically.
+    """Write a set of outputs computed in full beforehand: all or nothing, as far as a file
+    system allows.
 
-    Nothing is written until every output exists in memory, so a failure while computing
-    leaves the previous outputs untouched. Temporary files that a killed earlier run left
-    next to these outputs are removed first.
+    Nothing is written until every output exists in memory. Then every file is written to a
+    temporary file beside its target and fsynced; only when all of them are on disk are they
+    renamed into place, so a failure while writing (an unwritable or full output folder) leaves
+    every previous output untouched and is reported as bad input naming the path. Temporary
+    files that a killed earlier run left next to these outputs are removed first.
     """
-    for rel, data in files.items():
-        target = Path(root) / rel
-        if target.parent.is_dir():
-            for stale in target.parent.glob(f".{glob_escape(target.name)}.*.tmp"):
-                stale.unlink(missing_ok=True)
-        write_atomic(target, data)
+    staged: list[tuple[str, Path]] = []
+    try:
+        for rel, data in files.items():
+            target = Path(root) / rel
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                for stale in target.parent.glob(f".{glob_escape(target.name)}.*.tmp"):
+                    stale.unlink(missing_ok=True)
+                fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+                staged.append((tmp, target))
+                with os.fdopen(fd, "wb") as f:
+                    f.write(data)
+                    f.flush()
+                    os.fsync(f.fileno())
+            except OSError as e:
+                raise InputError(target, f"cannot write output ({e.strerror or type(e).__name__}); "
+                                         "expected a writable output folder with free space") from None
+        for tmp, target in staged:
+            os.replace(tmp, target)
+        staged = []
+    finally:
+        for tmp, _ in staged:
+            try:
+                os.unlink(tmp)
+            except FileNotFoundError:
+                pass
 
 
 def glob_escape(name: str) -> str:

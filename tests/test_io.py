@@ -11,6 +11,7 @@ from emolia_bench.io import (
     load_flags,
     load_users,
     write_atomic,
+    write_outputs,
 )
 from emolia_bench.subsets import DIM, EMO
 
@@ -163,3 +164,15 @@ def test_write_atomic_replaces_and_leaves_no_temp(tmp_path):
     write_atomic(target, b"two")
     assert target.read_bytes() == b"two"
     assert [p.name for p in target.parent.iterdir()] == ["out.txt"]
+
+
+def test_write_outputs_is_all_or_nothing_when_a_folder_cannot_be_written(tmp_path):
+    root = tmp_path / "out"
+    write_outputs(root, {"a/x.csv": b"old x", "b.json": b"old b"})
+    (root / "c").write_bytes(b"a file where a folder is needed")
+    with pytest.raises(InputError) as e:
+        # x.csv and b.json are staged first; c/y.csv cannot be: nothing may change
+        write_outputs(root, {"a/x.csv": b"new x", "b.json": b"new b", "c/y.csv": b"new y"})
+    assert "c/y.csv" in str(e.value) and "cannot write" in str(e.value)
+    assert (root / "a/x.csv").read_bytes() == b"old x" and (root / "b.json").read_bytes() == b"old b"
+    assert sorted(p.name for p in root.rglob("*")) == ["a", "b.json", "c", "x.csv"]  # no temp files left

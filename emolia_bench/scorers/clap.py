@@ -28,10 +28,8 @@ from __future__ import annotations
 import base64
 import hashlib
 import io
-import json
 import math
 import os
-import threading
 from fractions import Fraction
 from pathlib import Path
 
@@ -107,45 +105,15 @@ def model_fingerprint(model: str) -> str:
     return h.hexdigest()[:20]
 
 
-class EmbeddingCache:
-    """Append-only JSONL of float32 vectors, one file per model fingerprint."""
+def EmbeddingCache(cache_dir: Path, fingerprint: str, fresh: bool = False):
+    """Append-only JSONL of float32 vectors (base64), one file per model fingerprint."""
+    import numpy as np
 
-    def __init__(self, cache_dir: Path, fingerprint: str, fresh: bool = False):
-        self.path = Path(cache_dir) / f"embeddings-{fingerprint}.jsonl"
-        self.vectors: dict[str, bytes] = {}
-        if not fresh and self.path.exists():
-            with open(self.path, encoding="utf-8", errors="replace") as f:
-                for line in f:
-                    try:
-                        rec = json.loads(line)
-                        self.vectors[rec["k"]] = base64.b64decode(rec["v"])
-                    except (ValueError, KeyError, TypeError):
-                        continue  # torn line from a killed run
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fh = open(self.path, "a", encoding="utf-8")
-        self._lock = threading.Lock()
+    from ..cache import JsonlStore
 
-    def get(self, key: str):
-        import numpy as np
-
-        raw = self.vectors.get(key)
-        return None if raw is None else np.frombuffer(raw, dtype=np.float32)
-
-    def put(self, key: str, vector) -> None:
-        import numpy as np
-
-        raw = np.asarray(vector, dtype=np.float32).tobytes()
-        with self._lock:
-            self.vectors[key] = raw
-            self._fh.write(json.dumps({"k": key, "v": base64.b64encode(raw).decode("ascii")}) + "\n")
-            self._fh.flush()
-
-    def close(self) -> None:
-        with self._lock:
-            if not self._fh.closed:
-                self._fh.flush()
-                os.fsync(self._fh.fileno())
-                self._fh.close()
+    return JsonlStore(Path(cache_dir) / f"embeddings-{fingerprint}.jsonl", fresh,
+                      encode=lambda v: base64.b64encode(np.asarray(v, dtype=np.float32).tobytes()).decode("ascii"),
+                      decode=lambda v: np.frombuffer(base64.b64decode(v), dtype=np.float32))
 
 
 class ClapEmbedder:
