@@ -41,22 +41,20 @@ class SubsetAnalysis:
 
 
 def flag_records(flags: pd.DataFrame | None) -> list[dict]:
-    """flags.csv as records, each column typed as a CSV reader would infer it.
+    """flags.csv as records, each column typed as pandas' CSV reader infers it.
 
-    Upstream reads flags.csv with pandas, so an all-integer column (``level`` of numeric
-    dimensions) is written as JSON numbers; the worked example requires exactly that. Empty
-    cells become null.
+    Upstream reads flags.csv with ``pd.read_csv`` and dumps the records, so an all-integer
+    column (``level`` of numeric dimensions) is written as JSON numbers, an integer column
+    with an empty cell as floats, an empty cell as null; the worked example requires exactly
+    that. The same inference is reproduced by a round trip through CSV text (the loaders keep
+    every value a string, which the rest of the analysis relies on).
     """
     if flags is None or len(flags) == 0:
         return []
-    cols = {}
-    for c in flags.columns:
-        s = flags[c]
-        if s.str.fullmatch(r"[+-]?\d+").all():
-            cols[c] = [int(v) for v in s]
-        else:
-            cols[c] = [v if v != "" else None for v in s]
-    return [dict(zip(cols, vals, strict=True)) for vals in zip(*cols.values(), strict=True)]
+    import io
+
+    typed = pd.read_csv(io.StringIO(flags.to_csv(index=False)))
+    return typed.astype(object).where(typed.notna(), None).to_dict(orient="records")
 
 
 def analyze_subset(subset: Subset, ann: pd.DataFrame, users: pd.DataFrame, flags: pd.DataFrame | None,

@@ -209,7 +209,7 @@ def load_embedder(model: str, backend: str = "auto", device: str = "auto", dtype
         return cls(model, device, dtype, max_seconds)
     except InputError:
         raise
-    except (OSError, ValueError, KeyError, RuntimeError) as e:
+    except Exception as e:  # noqa: BLE001 - whatever a loader raises (a bad path, no CUDA…) is one clean error
         raise InputError("--clap-model", f"cannot load {model!r} with the {kind} backend "
                                          f"({type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''})") from None
 
