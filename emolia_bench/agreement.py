@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from .defaults import BOOTSTRAP_DRAWS, BOOTSTRAP_SEED
-from .resampling import bootstrap_sums, percentile_interval
+from .resampling import bootstrap_group_sums, bootstrap_sums, percentile_interval
 
 PRESELECT_RATER = "gemini3flash_preselect"
 PRESELECTION_MIN_HUMANS = 2
@@ -60,6 +60,35 @@ def balanced_accuracy(truth: np.ndarray, pred: np.ndarray) -> float | None:
     support = t.sum(axis=1)
     recalls = [t[c, c] / support[c] for c in (0, 1) if support[c] > 0]
     return float(np.mean(recalls))
+
+
+def inter_rater():
+    """``statsmodels.stats.inter_rater``, imported without paying for ``scipy.stats``.
+
+    The module imports ``scipy.stats`` at the top only for the normal-distribution p-values of
+    its results objects, which we never ask for (``return_results=False``); importing
+    ``scipy.stats`` costs ~0.9 s of docstring processing on these machines, half the analysis
+    budget. So, unless something already imported it, ``scipy.stats`` is bound as a lazy
+    module (the standard library's ``importlib.util.LazyLoader``): it loads, transparently, the
+    first time anything touches one of its attributes.
+    """
+    import sys
+
+    if "statsmodels.stats.inter_rater" not in sys.modules and "scipy.stats" not in sys.modules:
+        import importlib.util
+
+        import scipy
+
+        spec = importlib.util.find_spec("scipy.stats")
+        if spec is not None and spec.loader is not None:
+            spec.loader = importlib.util.LazyLoader(spec.loader)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules["scipy.stats"] = module
+            spec.loader.exec_module(module)
+            scipy.stats = module  # `from scipy import stats` reads the attribute, not sys.modules
+    import statsmodels.stats.inter_rater as inter_rater_module
+
+    return inter_rater_module
 
 
 # ---------------------------------------------------------------------------------------------
@@ -100,7 +129,7 @@ def pairwise_exact(pairs: pd.DataFrame, column: str, n_values: int = 2) -> float
 
 def pairwise_kappa(pairs: pd.DataFrame, column: str, raters: list[str], n_values: int = 2) -> dict[str, float | None]:
     """Cohen's κ (statsmodels, unweighted) for every pair of raters (``"<a>__<b>"``) and their ``mean``."""
-    from statsmodels.stats.inter_rater import cohens_kappa
+    cohens_kappa = inter_rater().cohens_kappa
 
     a, b, tables = pair_tables(pairs, column, n_values)
     by_pair = dict(zip(zip(a.tolist(), b.tolist(), strict=True), tables, strict=True))
@@ -159,7 +188,7 @@ def fleiss(matrix: np.ndarray) -> float | None:
     """Fleiss' κ of an items × raters matrix with every cell filled (statsmodels)."""
     if len(matrix) == 0:
         return None
-    from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
+    aggregate_raters, fleiss_kappa = inter_rater().aggregate_raters, inter_rater().fleiss_kappa
 
     table, _ = aggregate_raters(matrix)
     with warnings.catch_warnings(), np.errstate(all="ignore"):
@@ -225,21 +254,19 @@ def loo_agreement(votes: pd.DataFrame) -> tuple[float | None, float | None, floa
 
 
 def bootstrap_pairwise_accuracy(pairs: pd.DataFrame, seed: int, draws: int) -> list[float] | None:
-    """95 % percentile interval of the pairwise accuracy, resampling co-rated items."""
+    """95 % percentile interval of the pairwise accuracy, resampling co-rated items.
+
+    Per resample and pair: co-rated items drawn (with multiplicity) and agreements among them;
+    the statistic is the mean over pairs with at least one drawn item of agreements / items.
+    """
     if len(pairs) == 0:
         return None
-    from scipy import sparse
-
     item_codes, items = pd.factorize(pairs["item"], sort=True)
-    pair_codes, _ = pd.factorize(pairs["a"].astype(np.int64) * 1_000_003 + pairs["b"], sort=True)
-    shape = (len(items), int(pair_codes.max()) + 1)
+    pair_codes, uniq = pd.factorize(pairs["a"].astype(np.int64) * 1_000_003 + pairs["b"], sort=True)
     agree = (pairs["binary_a"] == pairs["binary_b"]).to_numpy(dtype=np.float64)
-    n_mat = sparse.csr_matrix((np.ones(len(pairs)), (item_codes, pair_codes)), shape=shape)
-    a_mat = sparse.csr_matrix((agree, (item_codes, pair_codes)), shape=shape)
-    if shape[1] <= 64:  # few pairs: dense BLAS is faster than a sparse product
-        n_mat, a_mat = n_mat.toarray(), a_mat.toarray()
     stats = []
-    for n, a in bootstrap_sums([n_mat, a_mat], draws, seed):
+    for n, a in bootstrap_group_sums(item_codes, pair_codes, [np.ones(len(pairs)), agree], len(items), len(uniq),
+                                     draws, seed):
         with np.errstate(invalid="ignore", divide="ignore"):
             stats.append(np.nanmean(np.where(n > 0, a / n, np.nan), axis=1))
     return percentile_interval(np.concatenate(stats))

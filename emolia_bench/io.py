@@ -127,9 +127,28 @@ def _first_bad(path: Path, df: pd.DataFrame, column: str, bad: pd.Series, expect
         raise InputError(path, f"unexpected value {value!r}; expected {expected}{more}", row=i + 1, column=column)
 
 
+def bad_values(series: pd.Series, is_ok) -> pd.Series:
+    """Rows whose value fails ``is_ok``, evaluating it once per distinct value.
+
+    Export columns repeat a few values many times (usernames, dimensions, timestamps), and a
+    plain comprehension over the distinct values beats pandas' per-element string methods by
+    an order of magnitude; the mask is mapped back with a C-level ``isin``.
+    """
+    # via a plain object array: iterating pandas' string array boxes every element
+    bad = [v for v in pd.unique(series.to_numpy(dtype=object)) if not is_ok(v)]
+    return series.isin(bad) if bad else pd.Series(False, index=series.index)
+
+
+def _is_integer_text(v: str) -> bool:
+    try:
+        return float(v).is_integer()  # "1000", "-5", "1000.0"; not "", "2s", "nan", "inf"
+    except ValueError:
+        return False
+
+
 def check_nonblank(path: Path, df: pd.DataFrame, columns: Iterable[str]) -> None:
     for c in columns:
-        _first_bad(path, df, c, df[c].str.strip() == "", "a non-empty value")
+        _first_bad(path, df, c, bad_values(df[c], str.strip), "a non-empty value")
 
 
 def check_values(path: Path, df: pd.DataFrame, column: str, allowed: Iterable[str]) -> None:
@@ -138,7 +157,11 @@ def check_values(path: Path, df: pd.DataFrame, column: str, allowed: Iterable[st
 
 
 def check_pattern(path: Path, df: pd.DataFrame, column: str, pattern: str, expected: str) -> None:
-    _first_bad(path, df, column, ~df[column].str.fullmatch(pattern), expected)
+    _first_bad(path, df, column, bad_values(df[column], re.compile(pattern).fullmatch), expected)
+
+
+def check_integers(path: Path, df: pd.DataFrame, column: str, expected: str) -> None:
+    _first_bad(path, df, column, bad_values(df[column], _is_integer_text), expected)
 
 
 def load_annotations(path: Path, subset: Subset) -> pd.DataFrame:
@@ -151,9 +174,7 @@ def load_annotations(path: Path, subset: Subset) -> pd.DataFrame:
         check_values(path, df, col, allowed)
     check_pattern(path, df, "created_at", CREATED_AT_RE, "a timestamp YYYY-MM-DD HH:MM:SS")
     for col in ("reaction_time_ms", "sample_time_ms"):
-        # C-level parse instead of a per-cell regex: this is the hot part of loading
-        num = pd.to_numeric(df[col], errors="coerce")
-        _first_bad(path, df, col, num.isna() | (num != np.floor(num)), "an integer number of milliseconds")
+        check_integers(path, df, col, "an integer number of milliseconds")
     # the timestamp must also be a real date (2026-02-30 matches the pattern)
     ts = pd.to_datetime(df["created_at"], format="%Y-%m-%d %H:%M:%S", errors="coerce")
     _first_bad(path, df, "created_at", ts.isna(), "a valid date and time YYYY-MM-DD HH:MM:SS")

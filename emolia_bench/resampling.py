@@ -9,24 +9,52 @@ from __future__ import annotations
 import numpy as np
 
 
-def bootstrap_sums(per_unit: list, draws: int, seed: int, budget: int = 1_000_000):
-    """Resample units with replacement ``draws`` times; yield, chunk by chunk, the column sums
-    of each ``units × m`` matrix (dense or scipy-sparse) in ``per_unit`` over every resample.
+def bootstrap_weights(n: int, draws: int, seed: int, budget: int = 1_000_000):
+    """Resample ``n`` units with replacement ``draws`` times; yield the ``chunk × n`` count
+    matrices W (how often each unit was drawn in each resample), chunk by chunk.
 
-    Each chunk draws a ``chunk × units`` count matrix W (how often each unit was drawn) and
-    returns ``W @ M``; ``budget`` bounds W's size (1M cells: small enough to stay in cache,
-    twice as fast as 4M here), so memory stays flat at any data size.
+    ``budget`` bounds W's size (1M cells: small enough to stay in cache, twice as fast as 4M
+    here), so memory stays flat at any data size.
     """
     rng = np.random.default_rng(seed)
-    n = per_unit[0].shape[0]
     step = max(1, min(draws, budget // max(n, 1)))
     for start in range(0, draws, step):
         k = min(step, draws - start)
         # int32 draws are ~3x faster than int64; the budget keeps k * n far below 2**31
         idx = rng.integers(0, n, size=(k, n), dtype=np.int32)
         idx += (np.arange(k, dtype=np.int32) * np.int32(n))[:, None]
-        w = np.bincount(idx.ravel(), minlength=k * n).reshape(k, n).astype(np.float64)
+        yield np.bincount(idx.ravel(), minlength=k * n).reshape(k, n).astype(np.float64)
+
+
+def bootstrap_sums(per_unit: list, draws: int, seed: int, budget: int = 1_000_000):
+    """Yield, chunk by chunk, the column sums of each ``units × m`` matrix (dense or
+    scipy-sparse) in ``per_unit`` over every resample: ``W @ M`` for each chunk W of
+    :func:`bootstrap_weights`."""
+    n = per_unit[0].shape[0]
+    for w in bootstrap_weights(n, draws, seed, budget):
         yield [np.asarray((m.T @ w.T).T) for m in per_unit]
+
+
+def bootstrap_group_sums(unit: np.ndarray, group: np.ndarray, values: list[np.ndarray], n_units: int,
+                         n_groups: int, draws: int, seed: int, budget: int = 1_000_000):
+    """Like :func:`bootstrap_sums` for a sparse layout given as rows ``(unit, group, value)``:
+    yield, per chunk, for each array in ``values`` the ``chunk × n_groups`` sums of
+    ``value × (times the row's unit was drawn)`` by group. Costs chunk × rows, whatever the
+    number of groups, with no sparse-matrix library (whose import alone costs 0.4 s here)."""
+    order = np.argsort(group, kind="stable")
+    g = group[order]
+    present, starts = np.unique(g, return_index=True)
+    u = unit[order]
+    vals = [np.asarray(v, dtype=np.float64)[order] for v in values]
+    for w in bootstrap_weights(n_units, draws, seed, budget):
+        wu = w[:, u]
+        out = []
+        for v in vals:
+            sums = np.zeros((len(w), n_groups))
+            if len(u):
+                sums[:, present] = np.add.reduceat(wu * v, starts, axis=1)
+            out.append(sums)
+        yield out
 
 
 def percentile_interval(stats: np.ndarray) -> list[float] | None:

@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 from emolia_bench import agreement as ag
-from emolia_bench.resampling import bootstrap_sums
+from emolia_bench.resampling import bootstrap_group_sums, bootstrap_sums
 
 VOTES = {  # item -> {rater: vote}
     0: {0: 1, 1: 1, 2: 1},
@@ -159,6 +159,21 @@ def test_bootstrap_sums_equal_explicit_resampling():
     (sums,) = next(bootstrap_sums([x], draws=5, seed=3))
     idx = np.random.default_rng(3).integers(0, 10, size=(5, 10), dtype=np.int32)
     assert np.allclose(sums[:, 0], x[idx, 0].sum(axis=1))
+
+
+def test_bootstrap_group_sums_equal_explicit_resampling():
+    # rows (unit, group, value): units 0..3, groups 0..2 (group 1 has no rows, so its sums stay 0);
+    # with the same draws, group g's sum is sum over rows of value × times the row's unit was drawn.
+    unit = np.array([0, 1, 1, 3, 2])
+    group = np.array([2, 0, 2, 0, 0])
+    value = np.array([1.0, 10.0, 100.0, 1000.0, 10000.0])
+    (sums,) = next(bootstrap_group_sums(unit, group, [value], n_units=4, n_groups=3, draws=6, seed=5))
+    idx = np.random.default_rng(5).integers(0, 4, size=(6, 4), dtype=np.int32)
+    times = np.stack([np.bincount(row, minlength=4) for row in idx])  # draws × units
+    want = np.zeros((6, 3))
+    for u, g, v in zip(unit, group, value, strict=True):
+        want[:, g] += v * times[:, u]
+    assert np.array_equal(sums, want)
 
 
 def test_bootstrap_constant_data_gives_a_point_interval():
