@@ -65,30 +65,39 @@ def balanced_accuracy(truth: np.ndarray, pred: np.ndarray) -> float | None:
 def inter_rater():
     """``statsmodels.stats.inter_rater``, imported without paying for ``scipy.stats``.
 
-    The module imports ``scipy.stats`` at the top only for the normal-distribution p-values of
-    its results objects, which we never ask for (``return_results=False``); importing
-    ``scipy.stats`` costs ~0.9 s of docstring processing on these machines, half the analysis
-    budget. So, unless something already imported it, ``scipy.stats`` is bound as a lazy
-    module (the standard library's ``importlib.util.LazyLoader``): it loads, transparently, the
-    first time anything touches one of its attributes.
+    The module imports ``scipy.stats`` (``from scipy import stats``) only for the
+    normal-distribution p-values of its results objects, which we never ask for
+    (``return_results=False``); importing ``scipy.stats`` costs ~0.9 s of docstring processing
+    on these machines, about half the analysis budget. So, unless something already imported
+    it, it is bound as a lazy module (the standard library's ``importlib.util.LazyLoader``): it
+    loads, transparently, the first time anything touches one of its attributes. (This works
+    for ``from package import module``; a plain ``import package.module`` of a lazy module
+    loads it at once, so the same trick cannot spare ``scipy.linalg``.)
     """
     import sys
 
     if "statsmodels.stats.inter_rater" not in sys.modules and "scipy.stats" not in sys.modules:
-        import importlib.util
-
-        import scipy
-
-        spec = importlib.util.find_spec("scipy.stats")
-        if spec is not None and spec.loader is not None:
-            spec.loader = importlib.util.LazyLoader(spec.loader)
-            module = importlib.util.module_from_spec(spec)
-            sys.modules["scipy.stats"] = module
-            spec.loader.exec_module(module)
-            scipy.stats = module  # `from scipy import stats` reads the attribute, not sys.modules
+        _bind_lazily("scipy.stats")
     import statsmodels.stats.inter_rater as inter_rater_module
 
     return inter_rater_module
+
+
+def _bind_lazily(name: str) -> None:
+    import importlib
+    import importlib.util
+    import sys
+
+    spec = importlib.util.find_spec(name)
+    if spec is None or spec.loader is None:
+        return
+    spec.loader = importlib.util.LazyLoader(spec.loader)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    parent, _, child = name.rpartition(".")
+    # `from scipy import stats` reads the package attribute, not sys.modules
+    setattr(importlib.import_module(parent), child, module)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -162,7 +162,7 @@ def dim_prompt(items: pd.DataFrame, rubric: dict | None) -> pd.Series:
         else:
             short = entry.get("short_description") or dim
             text[(dim, level)] = f"Speech audio expressing the dimension '{short}' at level {level}."
-    keys = list(zip(items["dimension"], items["level"], strict=True))
+    keys = list(zip(items["dimension"].tolist(), items["level"].tolist(), strict=True))
     return pd.Series([text[k] for k in keys], index=items.index, dtype=object)
 
 
@@ -193,40 +193,34 @@ def emo_audio_paths(items: pd.DataFrame, dataset_root: Path) -> pd.Series:
     lexicographically first relative path wins, so the choice never depends on directory
     listing order. Returns POSIX paths relative to the dataset root, or None when absent.
     """
-    base = dataset_root / "emolia-emo"
+    base = Path(dataset_root) / "emolia-emo"
+    candidates = []  # (not mp3, relative path, stem): one os.walk, no per-file Path objects
+    for folder, _dirs, files in os.walk(base):
+        rel_folder = os.path.relpath(folder, dataset_root).replace(os.sep, "/")
+        for name in files:
+            stem, ext = os.path.splitext(name)
+            candidates.append((ext.lower() != ".mp3", f"{rel_folder}/{name}", stem))
     index: dict[str, str] = {}
-    if base.is_dir():
-        candidates = sorted(
-            (p for p in base.rglob("*") if p.is_file()),
-            key=lambda p: (p.suffix.lower() != ".mp3", p.relative_to(dataset_root).as_posix()),
-        )
-        for p in candidates:
-            index.setdefault(p.stem, p.relative_to(dataset_root).as_posix())
-    stems = emo_sham_stem(items)
-    return stems.map(index).astype(object).where(stems.map(index).notna(), None)
+    for _, rel, stem in sorted(candidates):
+        index.setdefault(stem, rel)
+    found = emo_sham_stem(items).map(index)
+    return found.astype(object).where(found.notna(), None)
 
 
 def dim_audio_paths(items: pd.DataFrame, dataset_root: Path) -> pd.Series:
-    rel = (
-        "emolia-dim/data/"
-        + items["dimension"]
-        + "/"
-        + items["level"]
-        + "/"
-        + items["polarity"]
-        + "/"
-        + items["file_name"]
-    )
+    """``emolia-dim/data/<dimension>/<level>/<polarity>/<file_name>`` when that file exists, else None."""
+    cols = [items[c].tolist() for c in ("dimension", "level", "polarity", "file_name")]
+    folders = [f"emolia-dim/data/{d}/{lv}/{p}" for d, lv, p in zip(*cols[:3], strict=True)]
     # one directory listing per distinct <dimension>/<level>/<polarity> folder, not one stat per clip
-    folders = rel.str.rsplit("/", n=1).str[0]
     present: set[str] = set()
-    for folder in folders.unique():
+    for folder in set(folders):
         try:
-            with os.scandir(dataset_root / folder) as it:
+            with os.scandir(Path(dataset_root) / folder) as it:
                 present.update(f"{folder}/{e.name}" for e in it if e.is_file())
         except (FileNotFoundError, NotADirectoryError):
             pass
-    return rel.astype(object).where(rel.isin(present), None)
+    rel = [f"{folder}/{name}" for folder, name in zip(folders, cols[3], strict=True)]
+    return pd.Series([r if r in present else None for r in rel], index=items.index, dtype=object)
 
 
 # ---------------------------------------------------------------------------------------------

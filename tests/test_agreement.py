@@ -219,3 +219,23 @@ def test_balanced_accuracy_has_scikit_learn_semantics(seed):
         want = balanced_accuracy_score(truth, pred)
     assert ag.balanced_accuracy(truth, pred) == pytest.approx(want, abs=1e-12)
     assert ag.balanced_accuracy(np.array([], int), np.array([], int)) is None
+
+
+def test_statsmodels_is_imported_without_scipy_stats_and_scipy_stats_still_works():
+    # In a fresh interpreter (this one has scipy.stats already): after ag.inter_rater(), the
+    # heavy module is not loaded; touching it loads it transparently and it answers correctly.
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from emolia_bench import agreement as ag\n"
+        "m = ag.inter_rater()\n"
+        "print(m.cohens_kappa([[3.0, 1.0], [1.0, 3.0]], return_results=False))\n"
+        "print('scipy.stats._stats_py' in sys.modules)\n"
+        "from scipy import stats\n"
+        "print(stats.norm.sf(0.0), 'scipy.stats._stats_py' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
+    # κ of [[3,1],[1,3]]: p_o = 6/8, p_e = .5*.5 + .5*.5 = .5 -> κ = (.75 - .5) / .5 = .5
+    assert out[0] == "0.5" and out[1] == "False" and out[2] == "0.5 True"

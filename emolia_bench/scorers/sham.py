@@ -27,8 +27,9 @@ class ShamScorer:
     def score(self, rows, dataset_root, progress=None) -> ScoreResult:
         import numpy as np
 
-        sims = np.array([sham_similarity(s, p) for s, p in zip(rows["item_stem"], rows["prompt"], strict=True)],
-                        dtype=np.float64)
+        # plain lists: iterating pandas' string arrays boxes every element
+        stems, prompts = rows["item_stem"].tolist(), rows["prompt"].tolist()
+        sims = np.array([sham_similarity(s, p) for s, p in zip(stems, prompts, strict=True)], dtype=np.float64)
         if progress is not None:
             progress.update(len(rows))
         return ScoreResult(similarity=sims, error=[None] * len(rows))
