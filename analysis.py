@@ -26,7 +26,8 @@ def main() -> int:
     parser.add_argument("--output-root", type=Path, default=Path("analysis_outputs"),
                         help="where results are written (default: analysis_outputs)")
     parser.add_argument("--subsets", nargs="+", default=["both"], choices=[*SUBSET_NAMES, "both"],
-                        help="subsets to analyse (default: both; a subset whose folder is absent is an error)")
+                        help="subsets to analyse (default: both = every subset whose folder holds an annotations.csv; "
+                             "a subset named explicitly must be there)")
     parser.add_argument("--bootstrap-draws", type=int, default=BOOTSTRAP_DRAWS,
                         help=f"bootstrap resamples for the ceiling intervals (default: {BOOTSTRAP_DRAWS}, minimum 1000)")
     parser.add_argument("--seed", type=int, default=BOOTSTRAP_SEED, help=f"bootstrap seed (default: {BOOTSTRAP_SEED})")
@@ -47,10 +48,10 @@ def main() -> int:
         write_outputs,
     )
     from emolia_bench.reports import analysis_report, subset_section
-    from emolia_bench.subsets import resolve_subsets
+    from emolia_bench.subsets import subsets_to_run
 
     results = []
-    for subset in resolve_subsets(args.subsets):
+    for subset in subsets_to_run(args.subsets, args.annotations_root, "annotations.csv"):
         folder = args.annotations_root / subset.name
         annotations = load_annotations(folder / "annotations.csv", subset)
         users = load_users(folder / "users.csv")

@@ -26,15 +26,15 @@ def main() -> int:
     parser.add_argument("--out-root", type=Path, default=Path("annotations"),
                         help="where the anonymized folders are written (default: annotations)")
     parser.add_argument("--subsets", nargs="+", default=["both"], choices=[*SUBSET_NAMES, "both"],
-                        help="subsets to process (default: both)")
+                        help="subsets to process (default: both = every subset folder under --raw-root)")
     args = parser.parse_args()
 
     from emolia_bench.anonymize import MAP_FILE, anonymize_subset
     from emolia_bench.io import csv_bytes, write_outputs
-    from emolia_bench.subsets import resolve_subsets
+    from emolia_bench.subsets import subsets_to_run
 
     # Compute every subset first: a failure in any of them leaves all outputs and maps untouched.
-    results = [anonymize_subset(args.raw_root / s.name, s) for s in resolve_subsets(args.subsets)]
+    results = [anonymize_subset(args.raw_root / s.name, s) for s in subsets_to_run(args.subsets, args.raw_root, "annotations.csv")]
 
     for r in results:
         write_outputs(args.out_root / r.subset.name, r.files)

@@ -33,7 +33,7 @@ SUBSET_NAMES = ["emolia-emo", "emolia-dim"]  # checked against emolia_bench.subs
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--subset", default="both", choices=[*SUBSET_NAMES, "both"], help="subset to score (default: both)")
+    p.add_argument("--subset", default="both", choices=[*SUBSET_NAMES, "both"], help="subset to score (default: both = every subset analysis.py wrote labels for)")
     p.add_argument("--analysis-root", type=Path, default=Path("analysis_outputs"),
                    help="where analysis.py wrote its outputs (default: analysis_outputs)")
     p.add_argument("--dataset-root", type=Path, default=Path("dataset"),
@@ -88,7 +88,7 @@ def main() -> int:
     from emolia_bench.reports import benchmark_report
     from emolia_bench.scorers import get_scorer
     from emolia_bench.selection import Filters, apply_filters, build_rows, load_labels
-    from emolia_bench.subsets import resolve_subsets
+    from emolia_bench.subsets import subsets_to_run
 
     filters = Filters(min_raters=max(args.min_raters, 3 if args.require_3_raters else 1),
                       exclude_flagged=args.exclude_flagged, unanimous_only=args.unanimous_only)
@@ -108,7 +108,7 @@ def main() -> int:
 
     # Load and select every subset before scoring, so bad input stops the run before any work.
     plans = []
-    for subset in resolve_subsets(args.subset):
+    for subset in subsets_to_run(args.subset, args.analysis_root, "benchmark_labels.csv"):
         labels = load_labels(args.analysis_root / subset.name / "benchmark_labels.csv", subset)
         kept, stats = apply_filters(labels, filters)
         if args.limit is not None:

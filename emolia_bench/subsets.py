@@ -404,3 +404,26 @@ def resolve_subsets(names: list[str] | str) -> list[Subset]:
         else:
             raise ValueError(f"unknown subset {name!r}; expected one of {', '.join(SUBSETS)} or both")
     return out
+
+
+def subsets_to_run(names: list[str] | str, root: Path, needed: str) -> list[Subset]:
+    """The subsets a stage runs on.
+
+    Subsets named explicitly always run. ``both`` (the default) means every subset that has a
+    ``<root>/<subset>/`` folder, so a root that holds one subset — a team that annotates only
+    emolia-dim — just works; inside a subset's folder a missing ``needed`` file (or any other)
+    is still an error naming it, and a root holding neither subset is bad input.
+    """
+    from .errors import InputError
+
+    names = [names] if isinstance(names, str) else list(names)
+    explicit = [n for n in names if n not in ("both", "all")]
+    chosen = resolve_subsets(names)
+    if len(explicit) == len(names):
+        return chosen
+    named = resolve_subsets(explicit) if explicit else []
+    present = [sub for sub in chosen if sub in named or (Path(root) / sub.name).is_dir()]
+    if not present:
+        expected = " or ".join(f"{sub.name}/{needed}" for sub in SUBSETS.values())
+        raise InputError(root, f"no subset found; expected {expected} under this folder")
+    return present

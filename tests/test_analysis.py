@@ -145,3 +145,29 @@ def test_real_emo_structure(tmp_path):
     # so it must sit between the exact-3-way share and 1
     a = s["agreement"]
     assert a["exact_3way_binary"] <= a["pairwise_exact_binary"] <= 1
+
+
+@needs(REAL)
+def test_a_root_with_one_subset_runs_that_subset_by_default(tmp_path):
+    # ../shared/real/emolia-dim/annotations holds only emolia-dim/: the default "both" means
+    # every subset present, so analysis and benchmark run it alone
+    r = run_script("analysis.py", "--annotations-root", REAL / "emolia-dim" / "annotations", "--output-root",
+                   tmp_path / "an", "--no-figures")
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in (tmp_path / "an").iterdir()) == ["emolia-dim", "report.md"]
+    r = run_script("benchmark.py", "--analysis-root", tmp_path / "an", "--dataset-root", tmp_path / "nodata",
+                   "--output-dir", tmp_path / "bench", "--no-figures", "--limit", "5")
+    assert r.returncode == 0, r.stderr  # clips absent: audio_missing rows, not a failure
+    assert sorted(p.name for p in (tmp_path / "bench").iterdir()) == ["emolia-dim"]
+    # a subset named explicitly must be there
+    r = run_script("analysis.py", "--annotations-root", REAL / "emolia-dim" / "annotations", "--output-root",
+                   tmp_path / "an2", "--subsets", "emolia-emo")
+    assert r.returncode == 2 and "emolia-emo" in r.stderr and "not found" in r.stderr
+
+
+def test_a_root_with_no_subset_is_bad_input(tmp_path):
+    (tmp_path / "empty").mkdir()
+    for script, option in (("analysis.py", "--annotations-root"), ("anonymize.py", "--raw-root"),
+                           ("benchmark.py", "--analysis-root")):
+        r = run_script(script, option, tmp_path / "empty")
+        assert r.returncode == 2 and "no subset found" in r.stderr and "Traceback" not in r.stderr, (script, r.stderr)
