@@ -170,6 +170,15 @@ def _check(subset, ann: pd.DataFrame, users: pd.DataFrame, flags=None):
     assert_close(result.summary["augmented_agreement"], want_aug, "augmented_agreement")
 
 
+def as_export(rows: list[dict]) -> pd.DataFrame:
+    """Vote rows -> an annotations.csv frame (ids and times filled in)."""
+    df = pd.DataFrame(rows)
+    df["annotation_id"] = [f"id{i}" for i in range(len(df))]
+    df["reaction_time_ms"] = "1000"
+    df["sample_time_ms"] = "2000"
+    return df
+
+
 def random_dim_export(seed: int) -> pd.DataFrame:
     rng = random.Random(seed)
     n_raters = rng.randint(2, 7)
@@ -184,11 +193,7 @@ def random_dim_export(seed: int) -> pd.DataFrame:
                              "level": level, "polarity": polarity, "file_name": f"sample_{item:02d}.mp3",
                              "rating": "yes" if rng.random() < p_yes else "no",
                              "created_at": f"2026-04-01 10:{rng.randint(0, 2):02d}:00"})
-    df = pd.DataFrame(rows)
-    df["annotation_id"] = [f"id{i}" for i in range(len(df))]
-    df["reaction_time_ms"] = "1000"
-    df["sample_time_ms"] = "2000"
-    return df
+    return as_export(rows)
 
 
 def random_emo_export(seed: int) -> pd.DataFrame:
@@ -199,17 +204,13 @@ def random_emo_export(seed: int) -> pd.DataFrame:
     for item in range(rng.randint(5, 60)):
         task = rng.choice(tasks)
         weights = [0.2, 0.3, 0.5] if task == "affirmative" else [0.6, 0.25, 0.15]
-        for rater in rng.sample(range(n_raters), rng.choice([1, 2, 3, 3, 3, 4, 5][: n_raters + 2])):
+        for rater in rng.sample(range(n_raters), min(rng.choice([1, 2, 3, 3, 3, 4, 5]), n_raters)):
             for _ in range(1 + (rng.random() < 0.1)):
                 rows.append({"username": f"user_{rater}", "source_emotion": "Awe", "queried_emotion": "Awe",
                              "task_type": task, "file_name": f"F{item:03d}.mp3",
                              "rating": rng.choices(EMO.scale, weights)[0],
                              "created_at": f"2026-04-01 10:{rng.randint(0, 2):02d}:00"})
-    df = pd.DataFrame(rows)
-    df["annotation_id"] = [f"id{i}" for i in range(len(df))]
-    df["reaction_time_ms"] = "1000"
-    df["sample_time_ms"] = "2000"
-    return df
+    return as_export(rows)
 
 
 def users_of(ann):
