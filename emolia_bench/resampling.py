@@ -36,16 +36,29 @@ def bootstrap_sums(per_unit: list, draws: int, seed: int, budget: int = 1_000_00
 
 
 def bootstrap_group_sums(unit: np.ndarray, group: np.ndarray, values: list[np.ndarray], n_units: int,
-                         n_groups: int, draws: int, seed: int, budget: int = 1_000_000):
+                         n_groups: int, draws: int, seed: int, budget: int = 1_000_000,
+                         dense_cells: int = 4_000_000):
     """Like :func:`bootstrap_sums` for a sparse layout given as rows ``(unit, group, value)``:
     yield, per chunk, for each array in ``values`` the ``chunk × n_groups`` sums of
-    ``value × (times the row's unit was drawn)`` by group. Costs chunk × rows, whatever the
-    number of groups, with no sparse-matrix library (whose import alone costs 0.4 s here)."""
+    ``value × (times the row's unit was drawn)`` by group — with no sparse-matrix library
+    (whose import alone costs 0.4 s here).
+
+    While the units × groups table is small (≤ ``dense_cells``) it is built dense and each chunk
+    is one BLAS product; beyond that (panels with very many rater pairs) each chunk gathers
+    the rows' weights and sums them by group, which costs chunk × rows however many groups.
+    """
+    vals = [np.asarray(v, dtype=np.float64) for v in values]
+    if n_units * n_groups <= dense_cells:
+        cells = unit.astype(np.int64) * n_groups + group
+        dense = [np.bincount(cells, weights=v, minlength=n_units * n_groups).reshape(n_units, n_groups)
+                 for v in vals]
+        for w in bootstrap_weights(n_units, draws, seed, budget):
+            yield [w @ m for m in dense]
+        return
     order = np.argsort(group, kind="stable")
-    g = group[order]
-    present, starts = np.unique(g, return_index=True)
+    present, starts = np.unique(group[order], return_index=True)
     u = unit[order]
-    vals = [np.asarray(v, dtype=np.float64)[order] for v in values]
+    vals = [v[order] for v in vals]
     for w in bootstrap_weights(n_units, draws, seed, budget):
         wu = w[:, u]
         out = []

@@ -58,7 +58,8 @@ class Filters:
             return "stronger-evidence (≥2 raters, no flags)"
         if self.unanimous_only and self.min_raters <= 2 and not self.exclude_flagged:
             return "unanimous-only (≥2 raters, all agree)"
-        parts = [f"≥{max(self.min_raters, 1)} raters", "no flags" if self.exclude_flagged else "flags allowed",
+        # unanimity needs two raters, so the effective floor is at least 2 then
+        parts = [f"≥{max(self.min_raters, 2 if self.unanimous_only else 1)} raters", "no flags" if self.exclude_flagged else "flags allowed",
                  "unanimous only" if self.unanimous_only else "any agreement"]
         return f"custom ({', '.join(parts)})"
 

@@ -425,5 +425,7 @@ def subsets_to_run(names: list[str] | str, root: Path, needed: str) -> list[Subs
     present = [sub for sub in chosen if sub in named or (Path(root) / sub.name).is_dir()]
     if not present:
         expected = " or ".join(f"{sub.name}/{needed}" for sub in SUBSETS.values())
-        raise InputError(root, f"no subset found; expected {expected} under this folder")
+        if not Path(root).exists():
+            raise InputError(root, f"folder not found; expected a folder holding {expected}")
+        raise InputError(root, f"no subset folder found in it (not found: {expected})")
     return present

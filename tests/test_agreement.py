@@ -167,13 +167,15 @@ def test_bootstrap_group_sums_equal_explicit_resampling():
     unit = np.array([0, 1, 1, 3, 2])
     group = np.array([2, 0, 2, 0, 0])
     value = np.array([1.0, 10.0, 100.0, 1000.0, 10000.0])
-    (sums,) = next(bootstrap_group_sums(unit, group, [value], n_units=4, n_groups=3, draws=6, seed=5))
     idx = np.random.default_rng(5).integers(0, 4, size=(6, 4), dtype=np.int32)
     times = np.stack([np.bincount(row, minlength=4) for row in idx])  # draws × units
     want = np.zeros((6, 3))
     for u, g, v in zip(unit, group, value, strict=True):
         want[:, g] += v * times[:, u]
-    assert np.array_equal(sums, want)
+    for dense_cells in (0, 10**6):  # the gather-and-reduce path and the dense BLAS path
+        (sums,) = next(bootstrap_group_sums(unit, group, [value], n_units=4, n_groups=3, draws=6, seed=5,
+                                            dense_cells=dense_cells))
+        assert np.array_equal(sums, want), dense_cells
 
 
 def test_bootstrap_constant_data_gives_a_point_interval():

@@ -170,4 +170,4 @@ def test_a_root_with_no_subset_is_bad_input(tmp_path):
     for script, option in (("analysis.py", "--annotations-root"), ("anonymize.py", "--raw-root"),
                            ("benchmark.py", "--analysis-root")):
         r = run_script(script, option, tmp_path / "empty")
-        assert r.returncode == 2 and "no subset found" in r.stderr and "Traceback" not in r.stderr, (script, r.stderr)
+        assert r.returncode == 2 and "no subset folder found" in r.stderr and "Traceback" not in r.stderr, (script, r.stderr)
