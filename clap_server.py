@@ -32,6 +32,9 @@ def main() -> int:
     p.add_argument("--max-body-mb", type=float, default=64.0, help="largest request body (default: 64)")
     p.add_argument("--dataset-root", type=Path, help="serve requests that name audio_path inside this folder")
     args = p.parse_args()
+    if args.dataset_root is not None and not args.dataset_root.is_dir():
+        print(f"error: --dataset-root {args.dataset_root}: not a folder", file=sys.stderr)
+        return 2
 
     from emolia_bench.clap_server import build_app
     from emolia_bench.errors import InputError

@@ -122,6 +122,9 @@ def test_missing_dependency_and_bad_checkpoint_are_clean_errors(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(InputError, match="cannot load"):
         load_embedder(str(tmp_path / "empty"), "transformers", "cpu")
+    for args in (("--model", tmp_path / "empty"), ("--model", "x", "--dataset-root", tmp_path / "nope")):
+        r = run_script("clap_server.py", "--port", "0", *args, timeout=120)
+        assert r.returncode == 2 and "Traceback" not in r.stderr and r.stderr.startswith("error:"), r.stderr
 
 
 @pytest.mark.skipif(not HAS_ST, reason="sentence-transformers not installed")
