@@ -105,7 +105,7 @@ def model_fingerprint(model: str) -> str:
     return h.hexdigest()[:20]
 
 
-def EmbeddingCache(cache_dir: Path, fingerprint: str, fresh: bool = False):
+def embedding_cache(cache_dir: Path, fingerprint: str, fresh: bool = False):
     """Append-only JSONL of float32 vectors (base64), one file per model fingerprint."""
     import numpy as np
 
@@ -242,7 +242,7 @@ class ClapScorer:
         errors: list[str | None] = [None] * n
         fp = model_fingerprint(self.model_id)
         tag = f"{fp}-{self.backend}-{self.dtype}-{self.max_seconds:g}"
-        cache = EmbeddingCache(self.cache_dir or Path(".cache/emolia-bench"), tag, self.fresh)
+        cache = embedding_cache(self.cache_dir or Path(".cache/emolia-bench"), tag, self.fresh)
         self.cache_path = cache.path
         try:
             # texts: each unique prompt once
