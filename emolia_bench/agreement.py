@@ -197,12 +197,12 @@ def fleiss(matrix: np.ndarray) -> float | None:
     """Fleiss' κ of an items × raters matrix with every cell filled (statsmodels)."""
     if len(matrix) == 0:
         return None
-    aggregate_raters, fleiss_kappa = inter_rater().aggregate_raters, inter_rater().fleiss_kappa
+    ir = inter_rater()
 
-    table, _ = aggregate_raters(matrix)
+    table, _ = ir.aggregate_raters(matrix)
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
-        return _finite(fleiss_kappa(table, method="fleiss"))
+        return _finite(ir.fleiss_kappa(table, method="fleiss"))
 
 
 def krippendorff_alpha(votes: pd.DataFrame, column: str, n_values: int, level: str) -> float | None:

@@ -274,23 +274,30 @@ def csv_bytes(df: pd.DataFrame) -> bytes:
     return df.to_csv(index=False, lineterminator="\n").encode("utf-8")
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so that ``path`` is always either the old or the new file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+def _stage(target: Path, data: bytes) -> str:
+    """Write ``data`` to a fsynced temporary file beside ``target``; return its path."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, path)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
+        _discard(tmp)
         raise
+    return tmp
+
+
+def _discard(tmp: str) -> None:
+    try:
+        os.unlink(tmp)
+    except FileNotFoundError:
+        pass
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` so that ``path`` is always either the old or the new file."""
+    write_outputs(Path(path).parent, {Path(path).name: data})
 
 
 def write_outputs(root: Path, files: Mapping[str, bytes]) -> None:
@@ -311,12 +318,7 @@ def write_outputs(root: Path, files: Mapping[str, bytes]) -> None:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 for stale in target.parent.glob(f".{glob_escape(target.name)}.*.tmp"):
                     stale.unlink(missing_ok=True)
-                fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-                staged.append((tmp, target))
-                with os.fdopen(fd, "wb") as f:
-                    f.write(data)
-                    f.flush()
-                    os.fsync(f.fileno())
+                staged.append((_stage(target, data), target))
             except OSError as e:
                 raise InputError(target, f"cannot write output ({e.strerror or type(e).__name__}); "
                                          "expected a writable output folder with free space") from None
@@ -325,10 +327,7 @@ def write_outputs(root: Path, files: Mapping[str, bytes]) -> None:
         staged = []
     finally:
         for tmp, _ in staged:
-            try:
-                os.unlink(tmp)
-            except FileNotFoundError:
-                pass
+            _discard(tmp)
 
 
 def glob_escape(name: str) -> str:

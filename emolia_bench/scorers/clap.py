@@ -52,8 +52,11 @@ def require(*modules: str):
         raise InputError("--clap-model", f"{INSTALL_HINT} (missing: {e.name})") from None
 
 
-def require_backend():
-    return require("torch", "transformers")
+def device_and_dtype(torch, device: str, dtype: str):
+    """``auto`` = cuda when available; dtype by name."""
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    return torch.device(device), {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}[dtype]
 
 
 def resolve_backend(model: str, backend: str = "auto") -> str:
@@ -121,12 +124,9 @@ class ClapEmbedder:
     by clap_server.py)."""
 
     def __init__(self, model: str, device: str = "auto", dtype: str = "float32", max_seconds: float = 10.0):
-        torch, transformers = require_backend()
+        torch, transformers = require("torch", "transformers")
         self.torch = torch
-        if device == "auto":
-            device = "cuda" if torch.cuda.is_available() else "cpu"
-        self.device = torch.device(device)
-        self.dtype = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}[dtype]
+        self.device, self.dtype = device_and_dtype(torch, device, dtype)
         self.processor = transformers.ClapProcessor.from_pretrained(model)
         self.model = transformers.ClapModel.from_pretrained(model).to(self.device, dtype=self.dtype).eval()
         fe = self.processor.feature_extractor
@@ -164,13 +164,10 @@ class SentenceTransformerEmbedder:
     of ``{"array", "sampling_rate"}`` dicts, embeddings L2-normalised)."""
 
     def __init__(self, model: str, device: str = "auto", dtype: str = "float32", max_seconds: float = 10.0):
-        (torch, st) = require("torch", "sentence_transformers")
-        if device == "auto":
-            device = "cuda" if torch.cuda.is_available() else "cpu"
+        torch, st = require("torch", "sentence_transformers")
         self.torch = torch
-        self.device = torch.device(device)
-        self.dtype = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}[dtype]
-        self.model = st.SentenceTransformer(model, device=device).to(self.dtype).eval()
+        self.device, self.dtype = device_and_dtype(torch, device, dtype)
+        self.model = st.SentenceTransformer(model, device=str(self.device)).to(self.dtype).eval()
         modalities = set(getattr(self.model, "modalities", ()) or ())
         if "audio" not in modalities:
             from ..errors import InputError
@@ -228,7 +225,7 @@ class ClapScorer:
         self.embedder = None
         self.stats = {"texts_embedded": 0, "clips_embedded": 0, "cache_hits": 0}
 
-    def _embedder(self) -> ClapEmbedder:
+    def _embedder(self):
         if self.embedder is None:
             self.embedder = load_embedder(self.model_id, self.backend, self.device, self.dtype, self.max_seconds)
         return self.embedder
@@ -254,9 +251,19 @@ class ClapScorer:
                 for p, v in zip(batch, self._embedder().embed_texts(batch), strict=True):
                     cache.put(text_key[p], v)
                 self.stats["texts_embedded"] += len(batch)
-            # clips: each unique content once
+            # clips: each unique content once, decoded and embedded one batch at a time, so memory
+            # holds a batch of waveforms rather than every clip of the run
             paths = rows["audio_path"].tolist()
-            clip_key, key_error, pending, queued = {}, {}, [], set()
+            clip_key, key_error, seen = {}, {}, set()
+            batch: list = []  # (key, waveform) awaiting one forward pass
+
+            def embed_batch() -> None:
+                vectors = self._embedder().embed_audio([wave for _, wave in batch])
+                for (key, _), v in zip(batch, vectors, strict=True):
+                    cache.put(key, v)
+                self.stats["clips_embedded"] += len(batch)
+                batch.clear()
+
             for rel in sorted(set(paths)):
                 try:
                     data = (Path(dataset_root) / rel).read_bytes()
@@ -264,34 +271,28 @@ class ClapScorer:
                     clip_key[rel] = "missing:" + rel
                     key_error[clip_key[rel]] = f"audio_unreadable: {e.strerror or type(e).__name__}"
                     continue
-                key = "a:" + hashlib.sha256(data).hexdigest()
-                clip_key[rel] = key
-                if cache.get(key) is None and key not in queued:
-                    pending.append((key, data))
-                    queued.add(key)
-                else:
+                key = clip_key[rel] = "a:" + hashlib.sha256(data).hexdigest()
+                if key in seen or cache.get(key) is not None:
                     self.stats["cache_hits"] += 1
-            for i in range(0, len(pending), self.audio_batch_size):
-                waves, keys = [], []
-                for key, data in pending[i:i + self.audio_batch_size]:
-                    try:
-                        waves.append(decode_audio(data, self._embedder().rate, self._embedder().max_seconds))
-                        keys.append(key)
-                    except Exception as e:  # noqa: BLE001 - any decoder failure is this clip's error
-                        key_error[key] = f"audio_undecodable: {type(e).__name__}: {str(e)[:120]}"
-                if waves:
-                    for key, v in zip(keys, self._embedder().embed_audio(waves), strict=True):
-                        cache.put(key, v)
-                    self.stats["clips_embedded"] += len(waves)
+                    continue
+                seen.add(key)
+                try:
+                    batch.append((key, decode_audio(data, self._embedder().rate, self._embedder().max_seconds)))
+                except Exception as e:  # noqa: BLE001 - any decoder failure is this clip's error
+                    key_error[key] = f"audio_undecodable: {type(e).__name__}: {str(e)[:120]}"
+                if len(batch) == self.audio_batch_size:
+                    embed_batch()
+            if batch:
+                embed_batch()
             for row, (rel, prompt) in enumerate(zip(paths, rows["prompt"], strict=True)):
                 key = clip_key[rel]
                 if key in key_error:
                     errors[row] = key_error[key]
                 else:
-                    a, t = cache.get(key), cache.get(text_key[prompt])
-                    value = float(np.dot(a.astype(np.float64), t.astype(np.float64)))
-                    sims[row] = value if math.isfinite(value) else np.nan
-                    if not math.isfinite(value):
+                    value = float(np.dot(cache.get(key).astype(np.float64), cache.get(text_key[prompt]).astype(np.float64)))
+                    if math.isfinite(value):
+                        sims[row] = value
+                    else:
                         errors[row] = "non-finite similarity"
                 if progress is not None:
                     progress.update(1)
