@@ -63,41 +63,23 @@ def balanced_accuracy(truth: np.ndarray, pred: np.ndarray) -> float | None:
 
 
 def inter_rater():
-    """``statsmodels.stats.inter_rater``, imported without paying for ``scipy.stats``.
+    """``statsmodels.stats.inter_rater``, imported without what it pulls in but we never use.
 
-    The module imports ``scipy.stats`` (``from scipy import stats``) only for the
-    normal-distribution p-values of its results objects, which we never ask for
-    (``return_results=False``); importing ``scipy.stats`` costs ~0.9 s of docstring processing
-    on these machines, about half the analysis budget. So, unless something already imported
-    it, it is bound as a lazy module (the standard library's ``importlib.util.LazyLoader``): it
-    loads, transparently, the first time anything touches one of its attributes. (This works
-    for ``from package import module``; a plain ``import package.module`` of a lazy module
-    loads it at once, so the same trick cannot spare ``scipy.linalg``.)
+    The module imports ``scipy.stats`` only for the p-values of its results objects, which we
+    never ask for (``return_results=False``), and ``scipy.linalg`` (through statsmodels.tools)
+    pulls in ``numpy.f2py`` and ``numpy.testing``; together ~1 s on these machines, half the
+    analysis budget. :func:`emolia_bench.lazy_imports.spare_unused_modules` binds those lazily:
+    they load, transparently, the first time anything touches one of their attributes.
     """
     import sys
 
-    if "statsmodels.stats.inter_rater" not in sys.modules and "scipy.stats" not in sys.modules:
-        _bind_lazily("scipy.stats")
+    if "statsmodels.stats.inter_rater" not in sys.modules:
+        from .lazy_imports import spare_unused_modules
+
+        spare_unused_modules()
     import statsmodels.stats.inter_rater as inter_rater_module
 
     return inter_rater_module
-
-
-def _bind_lazily(name: str) -> None:
-    import importlib
-    import importlib.util
-    import sys
-
-    spec = importlib.util.find_spec(name)
-    if spec is None or spec.loader is None:
-        return
-    spec.loader = importlib.util.LazyLoader(spec.loader)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    parent, _, child = name.rpartition(".")
-    # `from scipy import stats` reads the package attribute, not sys.modules
-    setattr(importlib.import_module(parent), child, module)
 
 
 # ---------------------------------------------------------------------------------------------

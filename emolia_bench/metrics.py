@@ -144,6 +144,9 @@ def slice_intervals(t: np.ndarray, p: np.ndarray, clusters: np.ndarray, families
     computed on that same resample, so the cost is one resampling per subset, not one per
     slice. Returns, per family, a list of intervals indexed by slice code.
     """
+    from .lazy_imports import spare_unused_modules
+
+    spare_unused_modules()  # scipy.sparse pulls in numpy.f2py and numpy.testing otherwise
     from scipy import sparse
 
     clip = pd.factorize(clusters, sort=True)[0] if len(clusters) else np.empty(0, np.int64)
