@@ -271,7 +271,79 @@ def json_bytes(obj) -> bytes:
 
 
 def csv_bytes(df: pd.DataFrame) -> bytes:
-    return df.to_csv(index=False, lineterminator="\n").encode("utf-8")
+    """``df.to_csv(index=False, lineterminator="\\n")`` as UTF-8 bytes, byte for byte.
+
+    pandas' writer formats every cell through a Cython loop around ``csv.writer``; for the
+    frames we write (numbers, booleans and plain strings) the same text is built 2–3× faster
+    column by column (:func:`_csv_cells`) and joined once. Anything else — a one-column frame
+    (where csv quotes an empty row), duplicate column names, dates, categoricals, nullable or
+    mixed-object columns — goes through pandas itself. Tests compare the two on random frames.
+    """
+    text = _csv_text(df)
+    if text is None:
+        text = df.to_csv(index=False, lineterminator="\n")
+    return text.encode("utf-8")
+
+
+_CSV_SPECIAL = (",", '"', "\n", "\r")  # a field with one of these may need quoting
+
+
+def _csv_quoted(value: str) -> str:
+    """One field as ``csv.writer`` (pandas' dialect: QUOTE_MINIMAL, '"', '\\n') writes it."""
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerow([value, ""])
+    return buf.getvalue()[:-2]  # drop the empty second field's "," and the line end
+
+
+def _csv_strings(values: list) -> list[str] | None:
+    """Plain strings as csv fields, or None when a value is not a ``str``."""
+    try:
+        joined = "".join(values)  # one C pass; raises on a non-string
+    except TypeError:
+        return None
+    if any(ch in joined for ch in _CSV_SPECIAL):
+        return [_csv_quoted(v) if any(ch in v for ch in _CSV_SPECIAL) else v for v in values]
+    return values
+
+
+def _csv_cells(column: pd.Series) -> list[str] | None:
+    """One column's fields as pandas writes them, or None for a dtype left to pandas.
+
+    The conversions are pandas' own (``get_values_for_csv``): float64 → numpy's ``astype(str)``
+    with NaN as ""; integers and booleans → ``str()`` of each value; strings as they are with
+    missing values as "".
+    """
+    dtype = column.dtype
+    if isinstance(dtype, np.dtype) and dtype.kind == "f":
+        arr = column.to_numpy()
+        cells = arr.astype(str)
+        nan = np.isnan(arr)
+        if nan.any():
+            cells = cells.astype(object)
+            cells[nan] = ""
+        return cells.tolist()
+    if isinstance(dtype, np.dtype) and dtype.kind == "b":
+        return ["True" if v else "False" for v in column.to_numpy().tolist()]
+    if isinstance(dtype, np.dtype) and dtype.kind in "iu":
+        return list(map(str, column.to_numpy().tolist()))
+    if isinstance(dtype, pd.StringDtype) or dtype == object:
+        arr = column.to_numpy(dtype=object)
+        missing = pd.isna(arr)
+        if missing.any():
+            arr = arr.copy()
+            arr[missing] = ""
+        return _csv_strings(arr.tolist())
+    return None
+
+
+def _csv_text(df: pd.DataFrame) -> str | None:
+    if df.shape[1] < 2 or not df.columns.is_unique:
+        return None
+    header = _csv_strings([str(c) for c in df.columns])
+    cells = [_csv_cells(df.iloc[:, i]) for i in range(df.shape[1])]
+    if header is None or any(c is None for c in cells):
+        return None
+    return "\n".join([",".join(header), *map(",".join, zip(*cells, strict=True))]) + "\n"
 
 
 def _stage(target: Path, data: bytes) -> str:
