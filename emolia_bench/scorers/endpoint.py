@@ -155,7 +155,7 @@ class EndpointScorer:
 
     # -- one request ------------------------------------------------------------------------
 
-    def _post(self, session, pool: ReplicaPool, task: Task, budget: list[int], budget_lock) -> tuple[float | None, str | None]:
+    def _post(self, session, templates, pool: ReplicaPool, task: Task, budget: list[int], budget_lock) -> tuple[float | None, str | None]:
         import requests
 
         last = "no attempt made"
@@ -163,8 +163,10 @@ class EndpointScorer:
             i = pool.acquire()
             wait = None
             try:
-                resp = session.post(pool.urls[i], data=task.body, headers=JSON_HEADERS, timeout=self.timeout,
-                                    proxies=self.proxies[i])
+                request = templates[i].copy()
+                request.body = task.body
+                request.headers["Content-Length"] = str(len(task.body))
+                resp = session.send(request, timeout=self.timeout, proxies=self.proxies[i], allow_redirects=False)
                 self.stats["requests"] += 1
                 if resp.status_code == 429 or resp.status_code >= 500:
                     last = f"HTTP {resp.status_code}"
@@ -239,8 +241,10 @@ class EndpointScorer:
                 adapter = requests.adapters.HTTPAdapter(pool_connections=len(self.urls), pool_maxsize=len(self.urls), max_retries=0)
                 session.mount("http://", adapter)
                 session.mount("https://", adapter)
+                templates = [session.prepare_request(requests.Request("POST", u, headers=JSON_HEADERS, data=b""))
+                             for u in self.urls]
                 while (task := tasks.get()) is not None:
-                    value, error = self._post(session, pool, task, budget, budget_lock)
+                    value, error = self._post(session, templates, pool, task, budget, budget_lock)
                     if error is None:
                         cache.put(task.key, value)
                     done(task.row, value, error)
