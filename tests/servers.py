@@ -14,7 +14,7 @@ from emolia_bench.scorers.sham import sham_similarity
 class ScriptedHandler(BaseHTTPRequestHandler):
     """Answers like the sham server, unless the server's ``fault(payload, attempt)`` says
     otherwise: it returns None (answer normally) or one of '500', '429', 'nonjson', 'drop',
-    'stall', 'nofield', 'nan', '400'."""
+    'stall', 'nofield', 'nan', '400', '307' (a temporary redirect to the same URL)."""
 
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True
@@ -41,6 +41,8 @@ class ScriptedHandler(BaseHTTPRequestHandler):
         if srv.latency:
             time.sleep(srv.latency)
         fault = srv.fault(payload, attempt) if srv.fault else None
+        if fault == "307":
+            return self._reply(307, b"", [("Location", self.path.split("?")[0] + "?moved=1")])
         if fault == "500":
             return self._reply(500, b'{"error": "boom"}')
         if fault == "429":

@@ -103,6 +103,19 @@ def test_rows_that_keep_failing_are_written_with_their_error(demo, tmp_path):
     assert attempts["sample_01"] == 1 and attempts["sample_00"] == 3
 
 
+def test_a_redirecting_endpoint_is_followed(demo, tmp_path):
+    # every first request is answered 307 (method and body kept); requests follows it, as a
+    # plain Session.post would, and every row is scored exactly without a retry
+    with scripted_server(fault=lambda p, attempt: "307" if attempt == 0 else None) as (server, url):
+        r = bench(demo, tmp_path, url, "--subset", "emolia-dim", "--limit", "12", "--max-retries", "0")
+        attempts = list(server.attempts.values())
+    assert r.returncode == 0, r.stderr
+    local = preds(demo / "sham/emolia-dim/predictions.csv").head(12)
+    remote = preds(tmp_path / "emolia-dim/predictions.csv")
+    assert list(remote["similarity"]) == list(local["similarity"])
+    assert attempts == [2] * 12  # the redirect and the redirected POST
+
+
 def test_payload_shape_and_no_audio_send(demo, tmp_path):
     with scripted_server() as (server, url):
         assert bench(demo, tmp_path / "a", url, "--subset", "emolia-dim", "--limit", "5").returncode == 0

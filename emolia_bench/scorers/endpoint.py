@@ -166,7 +166,7 @@ class EndpointScorer:
                 request = templates[i].copy()
                 request.body = task.body
                 request.headers["Content-Length"] = str(len(task.body))
-                resp = session.send(request, timeout=self.timeout, proxies=self.proxies[i], allow_redirects=False)
+                resp = session.send(request, timeout=self.timeout, proxies=self.proxies[i])
                 self.stats["requests"] += 1
                 if resp.status_code == 429 or resp.status_code >= 500:
                     last = f"HTTP {resp.status_code}"
