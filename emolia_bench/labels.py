@@ -15,18 +15,45 @@ from .subsets import SliceTable, Subset
 def clean_annotations(ann: pd.DataFrame, subset: Subset) -> pd.DataFrame:
     """One row per (item, rater): each rater's latest ``created_at`` wins.
 
-    ``created_at`` is validated as ``YYYY-MM-DD HH:MM:SS``, so string order is time order. The
-    sort is stable, so with equal timestamps the row later in the file wins [ours].
-    Adds ``value`` (rating as int on the scale) and ``binary`` (0/1 target).
+    ``created_at`` is validated as ``YYYY-MM-DD HH:MM:SS``, so string order is time order. With
+    equal timestamps the row later in the file wins [ours]. Rows stay in file order.
+    Adds ``item`` (code of the item key, in sorted key order), ``value`` (rating as int on the
+    scale) and ``binary`` (0/1 target).
     """
-    df = ann.sort_values("created_at", kind="stable")
-    df = df.drop_duplicates([*subset.item_key, "username"], keep="last")
-    df = df.sort_index(kind="stable").copy()  # back to file order: later steps never depend on it
+    item = sorted_group_codes([ann[k] for k in subset.item_key])
+    rater = pd.factorize(ann["username"])[0]
+    vote = item * (int(rater.max()) + 1 if len(rater) else 1) + rater
+    keep = np.ones(len(ann), dtype=bool)
+    repeated = pd.Series(vote).duplicated(keep=False).to_numpy()
+    if repeated.any():
+        # re-ratings are rare: order just those rows by (vote, created_at, file position) and
+        # keep the last of each vote
+        rows = np.flatnonzero(repeated)
+        stamps = pd.factorize(ann["created_at"].to_numpy()[rows], sort=True)[0]
+        order = rows[np.lexsort((rows, stamps, vote[rows]))]
+        superseded = vote[order][:-1] == vote[order][1:]
+        keep[order[:-1][superseded]] = False
+    df = ann[keep].copy()
     codes = {label: i for i, label in enumerate(subset.scale)}
     df["value"] = df["rating"].map(codes).astype(np.int64)
     df["binary"] = (df["value"] >= subset.present_from).astype(np.int64)
-    df["item"] = df.groupby(list(subset.item_key), sort=True).ngroup().astype(np.int64)
+    # codes stay dense after dropping superseded rows: a superseded vote leaves its item's
+    # latest vote behind, so no item disappears
+    df["item"] = item[keep]
     return df
+
+
+def sorted_group_codes(columns: list[pd.Series]) -> np.ndarray:
+    """Code of each row's key tuple, numbered in sorted tuple order (``groupby(sort=True).ngroup()``).
+
+    Each column is factorized in sorted order and the codes are folded in pairwise, re-numbered
+    after each step, so the combined code never exceeds rows².
+    """
+    code = np.zeros(len(columns[0]), dtype=np.int64)
+    for col in columns:
+        c = pd.factorize(col.to_numpy(), sort=True)[0].astype(np.int64)
+        code = np.unique(code * (int(c.max()) + 1 if len(c) else 1) + c, return_inverse=True)[1].reshape(-1)
+    return code
 
 
 def majority_vote(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
