@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from .defaults import BOOTSTRAP_DRAWS, BOOTSTRAP_SEED
-from .resampling import bootstrap_group_sums, bootstrap_sums, percentile_interval
+from .resampling import bootstrap_statistics, group_summer, percentile_interval
 
 PRESELECT_RATER = "gemini3flash_preselect"
 PRESELECTION_MIN_HUMANS = 2
@@ -244,34 +244,70 @@ def loo_agreement(votes: pd.DataFrame) -> tuple[float | None, float | None, floa
 # bootstrap [ours]
 
 
-def bootstrap_pairwise_accuracy(pairs: pd.DataFrame, seed: int, draws: int) -> list[float] | None:
-    """95 % percentile interval of the pairwise accuracy, resampling co-rated items.
+def pairwise_accuracy_resampled(pairs: pd.DataFrame):
+    """``(units, statistic)`` for the bootstrap of the pairwise accuracy: the co-rated items
+    (sorted item codes) and the function ``W -> accuracy in each resample``.
 
     Per resample and pair: co-rated items drawn (with multiplicity) and agreements among them;
     the statistic is the mean over pairs with at least one drawn item of agreements / items.
     """
-    if len(pairs) == 0:
-        return None
     item_codes, items = pd.factorize(pairs["item"], sort=True)
     pair_codes, uniq = pd.factorize(pairs["a"].astype(np.int64) * 1_000_003 + pairs["b"], sort=True)
     agree = (pairs["binary_a"] == pairs["binary_b"]).to_numpy(dtype=np.float64)
-    stats = []
-    for n, a in bootstrap_group_sums(item_codes, pair_codes, [np.ones(len(pairs)), agree], len(items), len(uniq),
-                                     draws, seed):
+    summer = group_summer(item_codes, pair_codes, [np.ones(len(pairs)), agree], len(items), len(uniq))
+
+    def accuracy(w):
+        n, a = summer(w)
         with np.errstate(invalid="ignore", divide="ignore"):
-            stats.append(np.nanmean(np.where(n > 0, a / n, np.nan), axis=1))
-    return percentile_interval(np.concatenate(stats))
+            return np.nanmean(np.where(n > 0, a / n, np.nan), axis=1)
+
+    return np.asarray(items, dtype=np.int64), accuracy
+
+
+def loo_accuracy_resampled(votes: pd.DataFrame):
+    """``(units, statistic)`` for the bootstrap of the leave-one-out accuracy: the items with a
+    comparison (sorted item codes) and ``W -> pooled accuracy in each resample``."""
+    comp = loo_comparisons(votes)
+    per_item = comp.assign(correct=(comp["truth"] == comp["pred"]).astype(np.float64)).groupby("item", sort=True)
+    used, correct = per_item.size().to_numpy(np.float64), per_item["correct"].sum().to_numpy()
+    return per_item.size().index.to_numpy(np.int64), lambda w: (w @ correct) / (w @ used)
+
+
+def ceiling_intervals(pairs: pd.DataFrame, votes: pd.DataFrame, seed: int, draws: int
+                      ) -> tuple[list[float] | None, list[float] | None]:
+    """95 % percentile intervals of the pairwise and the leave-one-out accuracy, resampling
+    items: the co-rated items for the first, the items with a comparison for the second. When
+    the two sets are the same (every item fully rated), both statistics are read off one set
+    of resamples — the very resamples each would draw alone with this seed."""
+    specs = [pairwise_accuracy_resampled(pairs) if len(pairs) else None,
+             loo_accuracy_resampled(votes) if len(loo_comparisons(votes)) else None]
+    out: list[list[float] | None] = [None, None]
+    todo = [i for i, spec in enumerate(specs) if spec is not None]
+    while todo:
+        units = specs[todo[0]][0]
+        same = [i for i in todo if np.array_equal(specs[i][0], units)]
+        values = bootstrap_statistics(len(units), [specs[i][1] for i in same], draws, seed)
+        for i, v in zip(same, values, strict=True):
+            out[i] = percentile_interval(v)
+        todo = [i for i in todo if i not in same]
+    return out[0], out[1]
+
+
+def bootstrap_pairwise_accuracy(pairs: pd.DataFrame, seed: int, draws: int) -> list[float] | None:
+    """95 % percentile interval of the pairwise accuracy, resampling co-rated items."""
+    return _one_interval(pairwise_accuracy_resampled(pairs) if len(pairs) else None, seed, draws)
 
 
 def bootstrap_loo_accuracy(votes: pd.DataFrame, seed: int, draws: int) -> list[float] | None:
     """95 % percentile interval of the leave-one-out accuracy, resampling items."""
-    comp = loo_comparisons(votes)
-    if len(comp) == 0:
+    return _one_interval(loo_accuracy_resampled(votes) if len(loo_comparisons(votes)) else None, seed, draws)
+
+
+def _one_interval(spec, seed: int, draws: int) -> list[float] | None:
+    if spec is None:
         return None
-    per_item = comp.assign(correct=(comp["truth"] == comp["pred"]).astype(np.float64)).groupby("item")
-    counts = np.column_stack([per_item.size().to_numpy(np.float64), per_item["correct"].sum().to_numpy()])
-    stats = [correct[:, 0] / used[:, 0] for used, correct in bootstrap_sums([counts[:, :1], counts[:, 1:]], draws, seed)]
-    return percentile_interval(np.concatenate(stats))
+    units, statistic = spec
+    return percentile_interval(bootstrap_statistics(len(units), [statistic], draws, seed)[0])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -310,8 +346,7 @@ def human_agreement(votes: pd.DataFrame, raters: list[str], ordinal: bool, n_val
     a["krippendorff_alpha_binary"] = krippendorff_alpha(votes, "binary", 2, "nominal")
     if ordinal:
         a["krippendorff_alpha_ordinal"] = krippendorff_alpha(votes, "value", n_values, "ordinal")
-    a["human_pairwise_accuracy_ci95"] = bootstrap_pairwise_accuracy(pairs, seed, draws)
-    a["human_loo_accuracy_ci95"] = bootstrap_loo_accuracy(votes, seed, draws)
+    a["human_pairwise_accuracy_ci95"], a["human_loo_accuracy_ci95"] = ceiling_intervals(pairs, votes, seed, draws)
     return a
 
 

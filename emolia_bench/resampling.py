@@ -35,13 +35,12 @@ def bootstrap_sums(per_unit: list, draws: int, seed: int, budget: int = 1_000_00
         yield [np.asarray((m.T @ w.T).T) for m in per_unit]
 
 
-def bootstrap_group_sums(unit: np.ndarray, group: np.ndarray, values: list[np.ndarray], n_units: int,
-                         n_groups: int, draws: int, seed: int, budget: int = 1_000_000,
-                         dense_cells: int = 4_000_000):
-    """Like :func:`bootstrap_sums` for a sparse layout given as rows ``(unit, group, value)``:
-    yield, per chunk, for each array in ``values`` the ``chunk × n_groups`` sums of
-    ``value × (times the row's unit was drawn)`` by group — with no sparse-matrix library
-    (whose import alone costs 0.4 s here).
+def group_summer(unit: np.ndarray, group: np.ndarray, values: list[np.ndarray], n_units: int, n_groups: int,
+                 dense_cells: int = 4_000_000):
+    """The function ``W -> [W-weighted sums by group of each array in values]`` for rows
+    ``(unit, group, value)`` and a ``chunk × n_units`` count matrix W: the sums of
+    ``value × (times the row's unit was drawn)`` by group, as :func:`bootstrap_sums` does for a
+    dense ``units × m`` matrix — with no sparse-matrix library (whose import alone costs 0.4 s).
 
     While the units × groups table is small (≤ ``dense_cells``) it is built dense and each chunk
     is one BLAS product; beyond that (panels with very many rater pairs) each chunk gathers
@@ -52,14 +51,13 @@ def bootstrap_group_sums(unit: np.ndarray, group: np.ndarray, values: list[np.nd
         cells = unit.astype(np.int64) * n_groups + group
         dense = [np.bincount(cells, weights=v, minlength=n_units * n_groups).reshape(n_units, n_groups)
                  for v in vals]
-        for w in bootstrap_weights(n_units, draws, seed, budget):
-            yield [w @ m for m in dense]
-        return
+        return lambda w: [w @ m for m in dense]
     order = np.argsort(group, kind="stable")
     present, starts = np.unique(group[order], return_index=True)
     u = unit[order]
     vals = [v[order] for v in vals]
-    for w in bootstrap_weights(n_units, draws, seed, budget):
+
+    def gathered(w):
         wu = w[:, u]
         out = []
         for v in vals:
@@ -67,7 +65,23 @@ def bootstrap_group_sums(unit: np.ndarray, group: np.ndarray, values: list[np.nd
             if len(u):
                 sums[:, present] = np.add.reduceat(wu * v, starts, axis=1)
             out.append(sums)
-        yield out
+        return out
+
+    return gathered
+
+
+def bootstrap_statistics(n_units: int, statistics: list, draws: int, seed: int, budget: int = 1_000_000
+                         ) -> list[np.ndarray]:
+    """Evaluate several statistics on the same resamples of ``n_units`` units: each is a
+    function ``W -> one value per resample`` (W a chunk of :func:`bootstrap_weights`); returns
+    each statistic's ``draws`` values. The resamples are those every other function here draws
+    with the same ``(n_units, draws, seed)``, so sharing them changes no result and halves the
+    cost of two statistics over the same units."""
+    out: list[list[np.ndarray]] = [[] for _ in statistics]
+    for w in bootstrap_weights(n_units, draws, seed, budget):
+        for acc, stat in zip(out, statistics, strict=True):
+            acc.append(stat(w))
+    return [np.concatenate(acc) if acc else np.empty(0) for acc in out]
 
 
 def percentile_interval(stats: np.ndarray) -> list[float] | None:

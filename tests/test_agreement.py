@@ -18,7 +18,8 @@ import pandas as pd
 import pytest
 
 from emolia_bench import agreement as ag
-from emolia_bench.resampling import bootstrap_group_sums, bootstrap_sums
+from emolia_bench import resampling
+from emolia_bench.resampling import bootstrap_sums, bootstrap_weights, group_summer
 
 VOTES = {  # item -> {rater: vote}
     0: {0: 1, 1: 1, 2: 1},
@@ -173,9 +174,29 @@ def test_bootstrap_group_sums_equal_explicit_resampling():
     for u, g, v in zip(unit, group, value, strict=True):
         want[:, g] += v * times[:, u]
     for dense_cells in (0, 10**6):  # the gather-and-reduce path and the dense BLAS path
-        (sums,) = next(bootstrap_group_sums(unit, group, [value], n_units=4, n_groups=3, draws=6, seed=5,
-                                            dense_cells=dense_cells))
+        summer = group_summer(unit, group, [value], n_units=4, n_groups=3, dense_cells=dense_cells)
+        (sums,) = summer(next(bootstrap_weights(4, draws=6, seed=5)))
         assert np.array_equal(sums, want), dense_cells
+
+
+def test_both_ceiling_intervals_share_one_set_of_resamples_when_their_items_coincide(votes, monkeypatch):
+    # Every item fully rated: the co-rated items and the items with a LOO comparison are the same,
+    # so the weights are drawn once, and each interval equals the one computed on its own (the
+    # same seed draws the same resamples).
+    full = votes_frame({i: {0: i % 2, 1: (i // 2) % 2, 2: 1} for i in range(30)})
+    pairs = ag.co_rated_pairs(full)
+    alone = (ag.bootstrap_pairwise_accuracy(pairs, seed=4, draws=1000), ag.bootstrap_loo_accuracy(full, seed=4, draws=1000))
+    drawn = []
+    real = resampling.bootstrap_weights
+    monkeypatch.setattr(resampling, "bootstrap_weights", lambda n, *a, **k: drawn.append(n) or real(n, *a, **k))
+    assert ag.ceiling_intervals(pairs, full, seed=4, draws=1000) == alone
+    assert drawn == [30]
+    # the fixture's panel has items rated by two only: two sets of units, two draws, same values
+    pairs = ag.co_rated_pairs(votes)
+    alone = (ag.bootstrap_pairwise_accuracy(pairs, seed=1, draws=1000), ag.bootstrap_loo_accuracy(votes, seed=1, draws=1000))
+    drawn.clear()
+    assert ag.ceiling_intervals(pairs, votes, seed=1, draws=1000) == alone
+    assert len(drawn) == 2 and drawn[0] != drawn[1]
 
 
 def test_bootstrap_constant_data_gives_a_point_interval():
