@@ -293,7 +293,11 @@ _CSV_SPECIAL = (",", '"', "\n", "\r")  # a field with one of these may need quot
 
 def _csv_quoted(value: str) -> str:
     """One field as ``csv.writer`` (pandas' dialect: QUOTE_MINIMAL, '"', '\\n') writes it."""
-    buf = io.StringIO()
+    if "\r" not in value:
+        # the field holds the delimiter, the quote character or the line end: csv quotes it
+        # and doubles the quote characters
+        return '"' + value.replace('"', '""') + '"'
+    buf = io.StringIO()  # a carriage return: let csv decide, as its rule for it varies by version
     csv.writer(buf, lineterminator="\n").writerow([value, ""])
     return buf.getvalue()[:-2]  # drop the empty second field's "," and the line end
 
@@ -309,15 +313,25 @@ def _csv_strings(values: list) -> list[str] | None:
     return values
 
 
-def _csv_cells(column: pd.Series) -> list[str] | None:
-    """One column's fields as pandas writes them, or None for a dtype left to pandas.
+def _csv_kind(dtype) -> str | None:
+    """How :func:`_csv_cells` writes a column of this dtype; None leaves the frame to pandas."""
+    if isinstance(dtype, np.dtype):
+        return {"f": "float", "b": "bool", "i": "int", "u": "int", "O": "text"}.get(dtype.kind)
+    if isinstance(dtype, pd.StringDtype):
+        return "text"
+    if dtype.name in ("boolean", "Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32", "UInt64"):
+        return "nullable"  # pandas' masked integers and booleans
+    return None
+
+
+def _csv_cells(column: pd.Series, kind: str) -> list[str] | None:
+    """One column's fields as pandas writes them, or None if a text column holds a non-string.
 
     The conversions are pandas' own (``get_values_for_csv``): float64 → numpy's ``astype(str)``
-    with NaN as ""; integers and booleans → ``str()`` of each value; strings as they are with
-    missing values as "".
+    with NaN as ""; integers and booleans → ``str()`` of each value; nullable integers and
+    booleans likewise with <NA> as ""; strings as they are with missing values as "".
     """
-    dtype = column.dtype
-    if isinstance(dtype, np.dtype) and dtype.kind == "f":
+    if kind == "float":
         arr = column.to_numpy()
         cells = arr.astype(str)
         nan = np.isnan(arr)
@@ -325,27 +339,33 @@ def _csv_cells(column: pd.Series) -> list[str] | None:
             cells = cells.astype(object)
             cells[nan] = ""
         return cells.tolist()
-    if isinstance(dtype, np.dtype) and dtype.kind == "b":
+    if kind == "bool":
         return ["True" if v else "False" for v in column.to_numpy().tolist()]
-    if isinstance(dtype, np.dtype) and dtype.kind in "iu":
+    if kind == "int":
         return list(map(str, column.to_numpy().tolist()))
-    if isinstance(dtype, pd.StringDtype) or dtype == object:
-        arr = column.to_numpy(dtype=object)
-        missing = pd.isna(arr)
-        if missing.any():
-            arr = arr.copy()
-            arr[missing] = ""
-        return _csv_strings(arr.tolist())
-    return None
+    if kind == "nullable":
+        return [str(v) for v in column.to_numpy(dtype=object, na_value="").tolist()]
+    arr = column.to_numpy(dtype=object)
+    missing = pd.isna(arr)
+    if missing.any():
+        arr = arr.copy()
+        arr[missing] = ""
+    return _csv_strings(arr.tolist())
 
 
 def _csv_text(df: pd.DataFrame) -> str | None:
     if df.shape[1] < 2 or not df.columns.is_unique:
         return None
+    kinds = [_csv_kind(dtype) for dtype in df.dtypes]
     header = _csv_strings([str(c) for c in df.columns])
-    cells = [_csv_cells(df.iloc[:, i]) for i in range(df.shape[1])]
-    if header is None or any(c is None for c in cells):
+    if header is None or None in kinds:
         return None
+    cells = []
+    for i, kind in enumerate(kinds):
+        column = _csv_cells(df.iloc[:, i], kind)
+        if column is None:
+            return None
+        cells.append(column)
     return "\n".join([",".join(header), *map(",".join, zip(*cells, strict=True))]) + "\n"
 
 

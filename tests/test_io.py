@@ -194,6 +194,8 @@ _column = st.one_of(
     st.lists(st.booleans(), max_size=8).map(lambda v: ("bool", v)),
     st.lists(st.one_of(st.integers(-5, 5), st.floats(width=64), _text, st.none()), max_size=8).map(lambda v: ("object", v)),
     st.lists(st.one_of(st.integers(-5, 5), st.none()), max_size=8).map(lambda v: ("Int64", v)),
+    st.lists(st.one_of(st.booleans(), st.none()), max_size=8).map(lambda v: ("boolean", v)),
+    st.lists(st.one_of(_text, st.none()), max_size=8).map(lambda v: ("object", v)),
     st.lists(st.sampled_from(["x", "y,z"]), max_size=8).map(lambda v: ("category", v)),
 )
 
@@ -224,3 +226,19 @@ def test_csv_bytes_equals_pandas_on_the_worked_example_tables():
             assert csv_bytes(df) == df.to_csv(index=False, lineterminator="\n").encode("utf-8")
             checked += 1
     assert checked >= 8
+
+
+def test_csv_bytes_writes_prediction_tables_itself_and_equals_pandas():
+    # predictions.csv: prompts with commas and quotes, a nullable 0/1 with <NA> for unscored
+    # rows, an error column of None and strings; no value may send the frame to pandas' writer
+    df = pd.DataFrame({
+        "file_name": ["a.mp3", "b.mp3", "c.mp3"],
+        "prompt": ['A voice, calm and "low".', "plain", 'line\nbreak, "quoted"'],
+        "similarity": [0.25, float("nan"), -1e-7],
+        "pred_present": pd.array([1, None, 0], dtype="Int64"),
+        "ok": [True, False, True],
+        "error": [None, "audio_missing: no file", None],
+    })
+    assert _csv_text(df) is not None
+    assert csv_bytes(df) == df.to_csv(index=False, lineterminator="\n").encode("utf-8")
+    assert csv_bytes(df).decode().splitlines()[1] == 'a.mp3,"A voice, calm and ""low"".",0.25,1,True,'
