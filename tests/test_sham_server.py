@@ -22,6 +22,7 @@ def server(tmp_path):
     clip.write_bytes(b"SECRET-AUDIO-BYTES")
     (tmp_path / "outside.txt").write_text("SECRET-OUTSIDE")
     (root / "link_out.mp3").symlink_to(tmp_path / "outside.txt")
+    (root / "folder_out").symlink_to(tmp_path)  # a folder inside the root that leads outside it
     srv = make_server("127.0.0.1", 0, dataset_root=root, max_body_mb=0.01)
     srv.RequestHandlerClass.timeout = 1  # a slow client is dropped after 1 s in these tests
     t = threading.Thread(target=srv.serve_forever, daemon=True)
@@ -67,6 +68,7 @@ def test_malformed_requests_get_400_json(server, body, status):
 
 @pytest.mark.parametrize("path", [
     "../outside.txt", "/etc/passwd", "emolia-dim/../../outside.txt", "link_out.mp3", "emolia-dim\\..\\x",
+    "folder_out/outside.txt", "folder_out/dataset/../outside.txt", ".",
 ])
 def test_paths_escaping_the_root_are_refused_without_echoing_contents(server, path):
     url, _ = server
