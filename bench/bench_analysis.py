@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _measure import measure, table  # noqa: E402
+from _measure import compile_package, measure, table  # noqa: E402
 from synth import write_exports  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -27,6 +27,7 @@ def main() -> None:
     p.add_argument("--scales", type=float, nargs="+", default=[1, 10])
     p.add_argument("--repeat", type=int, default=3, help="runs per scale; the best wall time is reported")
     args = p.parse_args()
+    compile_package()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for scale in args.scales:

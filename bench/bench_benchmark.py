@@ -33,7 +33,7 @@ import requests
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-from _measure import measure, table  # noqa: E402
+from _measure import compile_package, measure, table  # noqa: E402
 from synth import write_exports, write_placeholder_clips  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -97,6 +97,7 @@ def main() -> None:
     p.add_argument("--rows", type=int, default=3000, help="dim rows scored through the endpoint")
     p.add_argument("--clip-kb", type=int, default=40)
     args = p.parse_args()
+    compile_package()
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         write_exports(tmp, 1)

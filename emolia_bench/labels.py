@@ -79,14 +79,15 @@ def vote_counts(item: np.ndarray, value: np.ndarray, n_items: int, n_values: int
 def _joined(df: pd.DataFrame, column: str, n_items: int) -> np.ndarray:
     """Per item: sorted unique values of ``column`` joined by ``|``.
 
-    Vectorised over items: the values are laid out items × rank (rank = position in the sorted
-    group), then the rank columns are concatenated; the loop runs over ranks (the largest
-    panel size), never over items.
+    Vectorised over items: the distinct (item, value) pairs are found and ordered on integer
+    codes (values factorized in sorted order), laid out items × rank (rank = position in the
+    item's sorted values), and the rank columns are concatenated; the loop runs over ranks
+    (the largest panel size), never over items.
     """
-    sub = df[["item", column]].drop_duplicates().sort_values(["item", column], kind="stable")
-    item = sub["item"].to_numpy()
-    values = sub[column].to_numpy(dtype=object)
-    rank = np.arange(len(sub)) - np.searchsorted(item, item, side="left")
+    codes, uniques = pd.factorize(df[column].to_numpy(), sort=True)
+    pairs = np.unique(df["item"].to_numpy(np.int64) * (len(uniques) + 1) + codes)
+    item, values = pairs // (len(uniques) + 1), np.asarray(uniques, dtype=object)[pairs % (len(uniques) + 1)]
+    rank = np.arange(len(pairs)) - np.searchsorted(item, item, side="left")
     out = np.full(n_items, "", dtype=object)
     for r in range(int(rank.max()) + 1 if len(rank) else 0):
         at = rank == r
