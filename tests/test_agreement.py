@@ -258,7 +258,15 @@ def test_statsmodels_is_imported_without_scipy_stats_and_scipy_stats_still_works
         "print('scipy.stats._stats_py' in sys.modules)\n"
         "from scipy import stats\n"
         "print(stats.norm.sf(0.0), 'scipy.stats._stats_py' in sys.modules)\n"
+        "print(type(sys.modules['numpy.f2py']).__name__, type(sys.modules['numpy.testing']).__name__)\n"
+        "import numpy.testing\n"
+        "numpy.testing.assert_equal(2, 2)\n"
+        "print(type(sys.modules['numpy.testing']).__name__, hasattr(numpy.testing, 'assert_allclose'))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
     # κ of [[3,1],[1,3]]: p_o = 6/8, p_e = .5*.5 + .5*.5 = .5 -> κ = (.75 - .5) / .5 = .5
     assert out[0] == "0.5" and out[1] == "False" and out[2] == "0.5 True"
+    # numpy's f2py and testing were bound lazily too (scipy.linalg reached them), and the first
+    # use of numpy.testing loads the real module
+    assert out[3] == "_LazyModule _LazyModule"
+    assert out[4] == "module True"
