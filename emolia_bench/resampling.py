@@ -8,13 +8,17 @@ from __future__ import annotations
 
 import numpy as np
 
+# Cells of one chunk of resamples (2 MB of float64): small enough to stay in cache while the
+# draws are counted; 1M cells made the benchmark's clip bootstrap 30 % slower here. Chunking
+# never changes a result: the draws are the same stream however it is cut.
+BUDGET = 1 << 18
 
-def bootstrap_weights(n: int, draws: int, seed: int, budget: int = 1_000_000):
+
+def bootstrap_weights(n: int, draws: int, seed: int, budget: int = BUDGET):
     """Resample ``n`` units with replacement ``draws`` times; yield the ``chunk × n`` count
     matrices W (how often each unit was drawn in each resample), chunk by chunk.
 
-    ``budget`` bounds W's size (1M cells: small enough to stay in cache, twice as fast as 4M
-    here), so memory stays flat at any data size.
+    ``budget`` bounds W's size (see :data:`BUDGET`), so memory stays flat at any data size.
     """
     rng = np.random.default_rng(seed)
     step = max(1, min(draws, budget // max(n, 1)))
@@ -26,7 +30,7 @@ def bootstrap_weights(n: int, draws: int, seed: int, budget: int = 1_000_000):
         yield np.bincount(idx.ravel(), minlength=k * n).reshape(k, n).astype(np.float64)
 
 
-def bootstrap_sums(per_unit: list, draws: int, seed: int, budget: int = 1_000_000):
+def bootstrap_sums(per_unit: list, draws: int, seed: int, budget: int = BUDGET):
     """Yield, chunk by chunk, the column sums of each ``units × m`` matrix (dense or
     scipy-sparse) in ``per_unit`` over every resample: ``W @ M`` for each chunk W of
     :func:`bootstrap_weights`."""
@@ -70,7 +74,7 @@ def group_summer(unit: np.ndarray, group: np.ndarray, values: list[np.ndarray], 
     return gathered
 
 
-def bootstrap_statistics(n_units: int, statistics: list, draws: int, seed: int, budget: int = 1_000_000
+def bootstrap_statistics(n_units: int, statistics: list, draws: int, seed: int, budget: int = BUDGET
                          ) -> list[np.ndarray]:
     """Evaluate several statistics on the same resamples of ``n_units`` units: each is a
     function ``W -> one value per resample`` (W a chunk of :func:`bootstrap_weights`); returns

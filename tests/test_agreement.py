@@ -162,6 +162,17 @@ def test_bootstrap_sums_equal_explicit_resampling():
     assert np.allclose(sums[:, 0], x[idx, 0].sum(axis=1))
 
 
+def test_bootstrap_weights_do_not_depend_on_the_chunk_size():
+    # The budget only cuts the stream of draws into chunks: any budget gives the counts of one
+    # explicit draws × n resample with the same seed.
+    n, draws = 37, 50
+    idx = np.random.default_rng(9).integers(0, n, size=(draws, n), dtype=np.int32)
+    want = np.stack([np.bincount(row, minlength=n) for row in idx])
+    for budget in (n, 5 * n + 3, 10**6):  # one draw per chunk, uneven chunks, a single chunk
+        got = np.concatenate(list(bootstrap_weights(n, draws, seed=9, budget=budget)))
+        assert np.array_equal(got, want), budget
+
+
 def test_bootstrap_group_sums_equal_explicit_resampling():
     # rows (unit, group, value): units 0..3, groups 0..2 (group 1 has no rows, so its sums stay 0);
     # with the same draws, group g's sum is sum over rows of value × times the row's unit was drawn.
