@@ -81,12 +81,10 @@ def main() -> int:
     if args.workers < 1 or args.timeout <= 0 or (args.limit is not None and args.limit < 0):
         p.error("--workers must be >= 1, --timeout > 0 and --limit >= 0")
 
-    from tqdm import tqdm
-
     from emolia_bench.evaluation import evaluate, load_human_numbers, predictions_frame
     from emolia_bench.io import csv_bytes, json_bytes, write_outputs
     from emolia_bench.reports import benchmark_report
-    from emolia_bench.scorers import get_scorer
+    from emolia_bench.scorers import get_scorer, progress_bar
     from emolia_bench.selection import Filters, apply_filters, build_rows, load_labels
     from emolia_bench.subsets import subsets_to_run
 
@@ -118,8 +116,7 @@ def main() -> int:
     results, failed = [], 0
     for subset, rows, stats in plans:
         with_audio = rows[rows["audio_path"].notna()]
-        with tqdm(total=len(with_audio), desc=f"{subset.name} ({scorer.mode})", unit="row", mininterval=0.5,
-                  file=sys.stderr) as bar:
+        with progress_bar(scorer, len(with_audio), f"{subset.name} ({scorer.mode})") as bar:
             result = scorer.score(with_audio, args.dataset_root, bar)
         predictions = predictions_frame(rows, result, subset, args.threshold, args.dataset_root)
         human = load_human_numbers(args.analysis_root / subset.name / "summary.json")

@@ -114,6 +114,11 @@ def test_a_redirecting_endpoint_is_followed(demo, tmp_path):
     remote = preds(tmp_path / "emolia-dim/predictions.csv")
     assert list(remote["similarity"]) == list(local["similarity"])
     assert attempts == [2] * 12  # the redirect and the redirected POST
+    # the endpoint run shows its progress bar (rows done of total); the instant sham run none
+    assert "emolia-dim (remote)" in r.stderr and "12/12" in r.stderr
+    sham = run_script("benchmark.py", "--analysis-root", demo / "an", "--output-dir", tmp_path / "sham", "--subset",
+                      "emolia-dim", "--limit", "12")
+    assert sham.returncode == 0 and "sham_hash)" not in sham.stderr and "row/s" not in sham.stderr
 
 
 def test_payload_shape_and_no_audio_send(demo, tmp_path):

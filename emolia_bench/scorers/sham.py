@@ -23,6 +23,7 @@ def sham_similarity(stem: str, prompt: str) -> float:
 class ShamScorer:
     mode = "sham_hash"
     endpoint = None
+    instant = True  # ~20,000 rows in 0.04 s: a progress bar would only cost its import
 
     def score(self, rows, dataset_root, progress=None) -> ScoreResult:
         import numpy as np
