@@ -162,11 +162,19 @@ def pairwise_accuracy(pairs: pd.DataFrame) -> tuple[float | None, float | None]:
 # panel statistics
 
 
+def votes_per_item(votes: pd.DataFrame) -> np.ndarray:
+    """For each vote, how many votes its item has (item codes are non-negative integers)."""
+    item = votes["item"].to_numpy(np.int64)
+    return np.bincount(item)[item] if len(item) else np.zeros(0, np.int64)
+
+
 def complete_matrix(votes: pd.DataFrame, column: str, n_per_item: int = 3) -> np.ndarray:
-    """items × n matrix of the votes of items with exactly ``n_per_item`` raters."""
-    n = votes.groupby("item")["item"].transform("size")
-    sub = votes[n == n_per_item].sort_values(["item", "rater"], kind="stable")
-    return sub[column].to_numpy().reshape(-1, n_per_item)
+    """items × n matrix of the votes of items with exactly ``n_per_item`` raters, rows in item
+    order and columns in rater order."""
+    keep = votes_per_item(votes) == n_per_item
+    item, rater = votes["item"].to_numpy()[keep], votes["rater"].to_numpy()[keep]
+    order = np.lexsort((rater, item))  # (item, rater) is unique: one vote per rater and item
+    return votes[column].to_numpy()[keep][order].reshape(-1, n_per_item)
 
 
 def exact_agreement(matrix: np.ndarray) -> float | None:
@@ -189,9 +197,8 @@ def fleiss(matrix: np.ndarray) -> float | None:
 
 def krippendorff_alpha(votes: pd.DataFrame, column: str, n_values: int, level: str) -> float | None:
     """Krippendorff's α over items with ≥2 raters (missing cells allowed)."""
-    n = votes.groupby("item")["item"].transform("size")
-    sub = votes[n >= 2]
-    if sub["item"].nunique() < 1:
+    sub = votes[votes_per_item(votes) >= 2]
+    if len(sub) == 0:
         return None
     import krippendorff
 
@@ -215,16 +222,15 @@ def loo_comparisons(votes: pd.DataFrame) -> pd.DataFrame:
 
     Returns ``item, truth, pred`` for the comparisons used (others' ties skipped).
     """
-    g = votes.groupby("item")["binary"]
-    n = g.transform("size").to_numpy()
-    ones = g.transform("sum").to_numpy()
-    v = votes["binary"].to_numpy()
+    item, v = votes["item"].to_numpy(np.int64), votes["binary"].to_numpy(np.int64)
+    n = votes_per_item(votes)
+    ones = np.bincount(item, weights=v)[item].astype(np.int64) if len(item) else np.zeros(0, np.int64)
     other_ones = ones - v
     other_zeros = (n - 1) - other_ones
     keep = (n >= 3) & (other_ones != other_zeros)
     return pd.DataFrame(
         {
-            "item": votes["item"].to_numpy()[keep],
+            "item": item[keep],
             "truth": (other_ones > other_zeros).astype(np.int64)[keep],
             "pred": v[keep],
         }
@@ -319,8 +325,7 @@ def human_agreement(votes: pd.DataFrame, raters: list[str], ordinal: bool, n_val
     """``summary.json["agreement"]`` for one subset, keys in the upstream order."""
     cols = ("binary", "value") if ordinal else ("binary",)
     pairs = co_rated_pairs(votes, cols)
-    n_raters = votes.groupby("item")["item"].transform("size")
-    complete_items = votes.loc[n_raters == 3, "item"].unique()
+    complete_items = votes.loc[votes_per_item(votes) == 3, "item"].unique()
     cpairs = pairs[pairs["item"].isin(complete_items)]
     bin3 = complete_matrix(votes, "binary")
     a: dict = {}
