@@ -64,10 +64,11 @@ def analyze_subset(subset: Subset, ann: pd.DataFrame, users: pd.DataFrame, flags
     labels = benchmark_labels(items, subset)
     tables = {t.file: slice_table(labels, t) for t in subset.slice_tables}
 
-    raters = sorted(clean["username"].unique())
+    rater_codes, raters = pd.factorize(clean["username"].to_numpy(), sort=True)  # codes in name order
+    raters = list(raters)
     votes = pd.DataFrame({
         "item": clean["item"].to_numpy(),
-        "rater": pd.Categorical(clean["username"], categories=raters).codes.astype(np.int64),
+        "rater": rater_codes.astype(np.int64),
         "binary": clean["binary"].to_numpy(),
         "value": clean["value"].to_numpy(),
     })

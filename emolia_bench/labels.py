@@ -158,18 +158,29 @@ def flagged_mask(items: pd.DataFrame, flags: pd.DataFrame | None, subset: Subset
     """Whether each item's key (level as a string) appears in flags.csv."""
     if flags is None or len(flags) == 0:
         return np.zeros(len(items), dtype=bool)
-    keys = list(subset.item_key)
-    flagged = pd.MultiIndex.from_frame(flags[keys].astype(str))
-    return pd.MultiIndex.from_frame(items[keys]).isin(flagged)
+    return keys_isin(items, flags.astype(str), list(subset.item_key))
+
+
+def keys_isin(left: pd.DataFrame, right: pd.DataFrame, keys: list[str]) -> np.ndarray:
+    """Whether each row's ``keys`` tuple of ``left`` occurs in ``right``.
+
+    The rows are narrowed on the first key (one hashed ``isin`` per side) before the tuples are
+    compared, so the cost follows the handful of flags, not the tens of thousands of items.
+    """
+    near_left = left[keys[0]].isin(right[keys[0]]).to_numpy()
+    near_right = right[keys[0]].isin(left.loc[near_left, keys[0]]).to_numpy()
+    mask = np.zeros(len(left), dtype=bool)
+    if near_left.any():
+        wanted = pd.MultiIndex.from_frame(right.loc[near_right, keys])
+        mask[near_left] = pd.MultiIndex.from_frame(left.loc[near_left, keys]).isin(wanted)
+    return mask
 
 
 def unmatched_flags(items: pd.DataFrame, flags: pd.DataFrame | None, subset: Subset) -> pd.DataFrame:
     """Flags whose item has no label (nobody rated it) [ours]."""
     if flags is None or len(flags) == 0:
         return pd.DataFrame(columns=flags.columns if flags is not None else [])
-    keys = list(subset.item_key)
-    labelled = pd.MultiIndex.from_frame(items[keys])
-    return flags[~pd.MultiIndex.from_frame(flags[keys]).isin(labelled)]
+    return flags[~keys_isin(flags, items, list(subset.item_key))]
 
 
 def benchmark_labels(items: pd.DataFrame, subset: Subset) -> pd.DataFrame:
