@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from .defaults import BOOTSTRAP_DRAWS, BOOTSTRAP_SEED
-from .resampling import bootstrap_sums, percentile_interval
+from .resampling import bootstrap_weights, percentile_interval
 
 BANDS = ((0.55, "Bad"), (0.65, "Weak"), (0.75, "Medium"), (0.85, "Good"), (float("inf"), "Excellent"))
 METRIC_SEED, METRIC_DRAWS = BOOTSTRAP_SEED, BOOTSTRAP_DRAWS
@@ -171,9 +171,14 @@ def slice_intervals(t: np.ndarray, p: np.ndarray, clusters: np.ndarray, families
     # a slice whose data lack a class has no interval
     totals = np.asarray(m.sum(axis=0)).reshape(n_slices, 4)
     defined = (totals[:, 0] > 0) & (totals[:, 2] > 0)
+    # Clips with identical rows of m (same slices, same outcomes: most single-row clips) are
+    # interchangeable, so each resample's sums only need how often each kind of clip was drawn:
+    # the same resamples, a much smaller product.
+    clip_type, representative = identical_rows(m)
+    m_types = m[representative]
     draws_ba = []
-    for (s,) in bootstrap_sums([m], draws, seed):
-        s = s.reshape(len(s), n_slices, 4)
+    for w in bootstrap_weights(n_clips, draws, seed, unit_type=clip_type, n_types=len(representative)):
+        s = np.asarray((m_types.T @ w.T).T).reshape(len(w), n_slices, 4)
         with np.errstate(invalid="ignore", divide="ignore"):
             draws_ba.append((s[:, :, 1] / s[:, :, 0] + s[:, :, 3] / s[:, :, 2]) / 2)
     ba = np.concatenate(draws_ba)
@@ -182,6 +187,29 @@ def slice_intervals(t: np.ndarray, p: np.ndarray, clusters: np.ndarray, families
             k = offsets[f] + j
             out[f][j] = percentile_interval(ba[:, k]) if defined[k] else None
     return out
+
+
+def identical_rows(m) -> tuple[np.ndarray, np.ndarray]:
+    """``(row_type, representative)`` of a scipy-sparse matrix: rows with the same entries share
+    a type (0..T-1, in order of first appearance), and ``representative[t]`` is the first row of
+    type t. Exact: equal hashes are confirmed by comparing the rows' bytes."""
+    m = m.tocsr()
+    m.sum_duplicates()
+    m.sort_indices()
+    per_row = np.diff(m.indptr)
+    width = int(per_row.max()) if len(per_row) else 0
+    rows = np.repeat(np.arange(m.shape[0]), per_row)
+    at = np.arange(m.nnz) - np.repeat(m.indptr[:-1], per_row)  # position of each entry in its row
+    entries = np.full((m.shape[0], 1 + 2 * width), -1.0)  # count, column indices, values
+    entries[:, 0] = per_row
+    entries[rows, 1 + at] = m.indices
+    entries[rows, 1 + width + at] = m.data
+    # each row's entries as one bytes value; pandas hashes them (and compares on collision)
+    keys = np.ascontiguousarray(entries).view(np.dtype((np.void, entries.shape[1] * 8))).ravel().astype(object)
+    row_type, kinds = pd.factorize(keys)
+    representative = np.empty(len(kinds), dtype=np.int64)
+    representative[row_type[::-1]] = np.arange(len(row_type))[::-1]  # the first row of each type
+    return row_type.astype(np.int64), representative
 
 
 def band(balanced_accuracy: float | None) -> str:

@@ -146,3 +146,42 @@ def test_slice_report_shares_one_resample_and_matches_single_slice_interval():
         assert row["balanced_accuracy"] == binary_metrics(frame.loc[sel, "majority_present"], frame.loc[sel, "pred_present"])["balanced_accuracy"]
         assert row["balanced_accuracy_ci_low"] <= row["balanced_accuracy"] <= row["balanced_accuracy_ci_high"]
     assert unanimous["n"] == frame["all_agree_binary"].sum()
+
+
+def test_slice_intervals_equal_an_explicit_clip_resample():
+    # Independent derivation: draw the clips with the same generator calls, weight each row by
+    # how often its clip was drawn, and compute every slice's balanced accuracy draw by draw.
+    # Single-row clips with equal rows share a "type" inside slice_intervals; that must not
+    # change a number.
+    from emolia_bench.metrics import slice_intervals
+    from emolia_bench.resampling import percentile_interval
+
+    rng = np.random.default_rng(3)
+    n, n_clips, draws = 60, 40, 200
+    t, p = rng.integers(0, 2, n), rng.integers(0, 2, n)
+    clip = np.concatenate([np.arange(n_clips), rng.integers(0, n_clips, n - n_clips)])  # some multi-row clips
+    family = rng.integers(-1, 3, n)  # three slices, some rows in none
+    got = slice_intervals(t, p, clip, [np.zeros(n, np.int64), family], seed=11, draws=draws)
+    idx = np.random.default_rng(11).integers(0, n_clips, size=(draws, n_clips), dtype=np.int32)
+    times = np.stack([np.bincount(row, minlength=n_clips) for row in idx])[:, clip]  # draws × rows
+    for f, codes in enumerate([np.zeros(n, np.int64), family]):
+        for g in range(int(codes.max()) + 1):
+            sel = codes == g
+            w = times[:, sel]
+            tt, pp = t[sel], p[sel]
+            with np.errstate(invalid="ignore", divide="ignore"):
+                ba = ((w * (tt * pp)).sum(1) / (w * tt).sum(1) + (w * ((1 - tt) * (1 - pp))).sum(1) / (w * (1 - tt)).sum(1)) / 2
+            want = percentile_interval(ba) if tt.any() and (1 - tt).any() else None
+            assert got[f][g] == pytest.approx(want, abs=1e-12), (f, g)
+    assert sum(v is not None for v in got[1]) == 3  # every slice had both classes
+
+
+def test_identical_rows_groups_equal_rows_exactly():
+    from scipy import sparse
+
+    from emolia_bench.metrics import identical_rows
+
+    # rows 0 and 2 are equal, rows 1 and 4 (empty) are equal, row 3 is alone
+    m = sparse.csr_matrix(np.array([[1, 0, 2], [0, 0, 0], [1, 0, 2], [0, 3, 0], [0, 0, 0]], float))
+    row_type, representative = identical_rows(m)
+    assert list(row_type) == [0, 1, 0, 2, 1] and list(representative) == [0, 1, 3]
