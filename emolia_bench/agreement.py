@@ -165,7 +165,7 @@ def pairwise_accuracy(pairs: pd.DataFrame) -> tuple[float | None, float | None]:
 def votes_per_item(votes: pd.DataFrame) -> np.ndarray:
     """For each vote, how many votes its item has (item codes are non-negative integers)."""
     item = votes["item"].to_numpy(np.int64)
-    return np.bincount(item)[item] if len(item) else np.zeros(0, np.int64)
+    return np.bincount(item)[item]
 
 
 def complete_matrix(votes: pd.DataFrame, column: str, n_per_item: int = 3) -> np.ndarray:
@@ -224,7 +224,7 @@ def loo_comparisons(votes: pd.DataFrame) -> pd.DataFrame:
     """
     item, v = votes["item"].to_numpy(np.int64), votes["binary"].to_numpy(np.int64)
     n = votes_per_item(votes)
-    ones = np.bincount(item, weights=v)[item].astype(np.int64) if len(item) else np.zeros(0, np.int64)
+    ones = np.bincount(item, weights=v)[item].astype(np.int64)
     other_ones = ones - v
     other_zeros = (n - 1) - other_ones
     keep = (n >= 3) & (other_ones != other_zeros)
@@ -252,11 +252,13 @@ def loo_agreement(votes: pd.DataFrame) -> tuple[float | None, float | None, floa
 
 def pairwise_accuracy_resampled(pairs: pd.DataFrame):
     """``(units, statistic)`` for the bootstrap of the pairwise accuracy: the co-rated items
-    (sorted item codes) and the function ``W -> accuracy in each resample``.
+    (sorted item codes) and the function ``W -> accuracy in each resample``; None without pairs.
 
     Per resample and pair: co-rated items drawn (with multiplicity) and agreements among them;
     the statistic is the mean over pairs with at least one drawn item of agreements / items.
     """
+    if len(pairs) == 0:
+        return None
     item_codes, items = pd.factorize(pairs["item"], sort=True)
     pair_codes, uniq = pd.factorize(pairs["a"].astype(np.int64) * 1_000_003 + pairs["b"], sort=True)
     agree = (pairs["binary_a"] == pairs["binary_b"]).to_numpy(dtype=np.float64)
@@ -272,11 +274,14 @@ def pairwise_accuracy_resampled(pairs: pd.DataFrame):
 
 def loo_accuracy_resampled(votes: pd.DataFrame):
     """``(units, statistic)`` for the bootstrap of the leave-one-out accuracy: the items with a
-    comparison (sorted item codes) and ``W -> pooled accuracy in each resample``."""
+    comparison (sorted item codes) and ``W -> pooled accuracy in each resample``; None without
+    comparisons."""
     comp = loo_comparisons(votes)
+    if len(comp) == 0:
+        return None
     per_item = comp.assign(correct=(comp["truth"] == comp["pred"]).astype(np.float64)).groupby("item", sort=True)
-    used, correct = per_item.size().to_numpy(np.float64), per_item["correct"].sum().to_numpy()
-    return per_item.size().index.to_numpy(np.int64), lambda w: (w @ correct) / (w @ used)
+    used, correct = per_item.size(), per_item["correct"].sum().to_numpy()
+    return used.index.to_numpy(np.int64), lambda w: (w @ correct) / (w @ used.to_numpy(np.float64))
 
 
 def ceiling_intervals(pairs: pd.DataFrame, votes: pd.DataFrame, seed: int, draws: int
@@ -285,34 +290,27 @@ def ceiling_intervals(pairs: pd.DataFrame, votes: pd.DataFrame, seed: int, draws
     items: the co-rated items for the first, the items with a comparison for the second. When
     the two sets are the same (every item fully rated), both statistics are read off one set
     of resamples — the very resamples each would draw alone with this seed."""
-    specs = [pairwise_accuracy_resampled(pairs) if len(pairs) else None,
-             loo_accuracy_resampled(votes) if len(loo_comparisons(votes)) else None]
-    out: list[list[float] | None] = [None, None]
-    todo = [i for i, spec in enumerate(specs) if spec is not None]
-    while todo:
-        units = specs[todo[0]][0]
-        same = [i for i in todo if np.array_equal(specs[i][0], units)]
-        values = bootstrap_statistics(len(units), [specs[i][1] for i in same], draws, seed)
-        for i, v in zip(same, values, strict=True):
-            out[i] = percentile_interval(v)
-        todo = [i for i in todo if i not in same]
-    return out[0], out[1]
+    pair, loo = pairwise_accuracy_resampled(pairs), loo_accuracy_resampled(votes)
+    if pair is not None and loo is not None and np.array_equal(pair[0], loo[0]):
+        both = bootstrap_statistics(len(pair[0]), [pair[1], loo[1]], draws, seed)
+        return percentile_interval(both[0]), percentile_interval(both[1])
+    return _interval(pair, seed, draws), _interval(loo, seed, draws)
 
 
 def bootstrap_pairwise_accuracy(pairs: pd.DataFrame, seed: int, draws: int) -> list[float] | None:
     """95 % percentile interval of the pairwise accuracy, resampling co-rated items."""
-    return _one_interval(pairwise_accuracy_resampled(pairs) if len(pairs) else None, seed, draws)
+    return _interval(pairwise_accuracy_resampled(pairs), seed, draws)
 
 
 def bootstrap_loo_accuracy(votes: pd.DataFrame, seed: int, draws: int) -> list[float] | None:
     """95 % percentile interval of the leave-one-out accuracy, resampling items."""
-    return _one_interval(loo_accuracy_resampled(votes) if len(loo_comparisons(votes)) else None, seed, draws)
+    return _interval(loo_accuracy_resampled(votes), seed, draws)
 
 
-def _one_interval(spec, seed: int, draws: int) -> list[float] | None:
-    if spec is None:
+def _interval(resampled, seed: int, draws: int) -> list[float] | None:
+    if resampled is None:
         return None
-    units, statistic = spec
+    units, statistic = resampled
     return percentile_interval(bootstrap_statistics(len(units), [statistic], draws, seed)[0])
 
 
@@ -328,9 +326,10 @@ def human_agreement(votes: pd.DataFrame, raters: list[str], ordinal: bool, n_val
     complete_items = votes.loc[votes_per_item(votes) == 3, "item"].unique()
     cpairs = pairs[pairs["item"].isin(complete_items)]
     bin3 = complete_matrix(votes, "binary")
+    val3 = complete_matrix(votes, "value") if ordinal else None
     a: dict = {}
     if ordinal:
-        a["exact_3way_ordinal"] = exact_agreement(complete_matrix(votes, "value"))
+        a["exact_3way_ordinal"] = exact_agreement(val3)
     a["exact_3way_binary"] = exact_agreement(bin3)
     a["pairwise_exact_binary"] = pairwise_exact(cpairs, "binary")
     if ordinal:
@@ -338,7 +337,7 @@ def human_agreement(votes: pd.DataFrame, raters: list[str], ordinal: bool, n_val
         a["pairwise_ordinal_kappa"] = pairwise_kappa(cpairs, "value", raters, n_values)
     a["pairwise_binary_kappa"] = pairwise_kappa(cpairs, "binary", raters)
     if ordinal:
-        a["fleiss_ordinal_kappa"] = fleiss(complete_matrix(votes, "value"))
+        a["fleiss_ordinal_kappa"] = fleiss(val3)
     a["fleiss_binary_kappa"] = fleiss(bin3)
     acc, bal = pairwise_accuracy(pairs)
     a["human_pairwise_accuracy"] = acc

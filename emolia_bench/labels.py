@@ -158,7 +158,8 @@ def flagged_mask(items: pd.DataFrame, flags: pd.DataFrame | None, subset: Subset
     """Whether each item's key (level as a string) appears in flags.csv."""
     if flags is None or len(flags) == 0:
         return np.zeros(len(items), dtype=bool)
-    return keys_isin(items, flags.astype(str), list(subset.item_key))
+    keys = list(subset.item_key)
+    return keys_isin(items, flags[keys].astype(str), keys)
 
 
 def keys_isin(left: pd.DataFrame, right: pd.DataFrame, keys: list[str]) -> np.ndarray:

@@ -177,7 +177,7 @@ def slice_intervals(t: np.ndarray, p: np.ndarray, clusters: np.ndarray, families
     clip_type, representative = identical_rows(m)
     m_types = m[representative]
     draws_ba = []
-    for w in bootstrap_weights(n_clips, draws, seed, unit_type=clip_type, n_types=len(representative)):
+    for w in bootstrap_weights(n_clips, draws, seed, unit_type=clip_type):
         s = np.asarray((m_types.T @ w.T).T).reshape(len(w), n_slices, 4)
         with np.errstate(invalid="ignore", divide="ignore"):
             draws_ba.append((s[:, :, 1] / s[:, :, 0] + s[:, :, 3] / s[:, :, 2]) / 2)
@@ -205,7 +205,7 @@ def identical_rows(m) -> tuple[np.ndarray, np.ndarray]:
     entries[rows, 1 + at] = m.indices
     entries[rows, 1 + width + at] = m.data
     # each row's entries as one bytes value; pandas hashes them (and compares on collision)
-    keys = np.ascontiguousarray(entries).view(np.dtype((np.void, entries.shape[1] * 8))).ravel().astype(object)
+    keys = entries.view(np.dtype((np.void, entries.shape[1] * 8))).ravel().astype(object)
     row_type, kinds = pd.factorize(keys)
     representative = np.empty(len(kinds), dtype=np.int64)
     representative[row_type[::-1]] = np.arange(len(row_type))[::-1]  # the first row of each type

@@ -14,20 +14,19 @@ import numpy as np
 BUDGET = 1 << 18
 
 
-def bootstrap_weights(n: int, draws: int, seed: int, budget: int = BUDGET, unit_type: np.ndarray | None = None,
-                      n_types: int | None = None):
+def bootstrap_weights(n: int, draws: int, seed: int, budget: int = BUDGET, unit_type: np.ndarray | None = None):
     """Resample ``n`` units with replacement ``draws`` times; yield the ``chunk × n`` count
     matrices W (how often each unit was drawn in each resample), chunk by chunk.
 
     ``budget`` bounds W's size (see :data:`BUDGET`), so memory stays flat at any data size.
-    With ``unit_type`` (each unit's type, 0..n_types-1) the counts are summed by type instead:
-    ``chunk × n_types`` matrices of the very same resamples, for statistics in which units of
-    one type are interchangeable.
+    With ``unit_type`` (each unit's type, 0..T-1) the counts are summed by type instead:
+    ``chunk × T`` matrices of the very same resamples, for statistics in which units of one
+    type are interchangeable.
     """
     rng = np.random.default_rng(seed)
     step = max(1, min(draws, budget // max(n, 1)))
-    width = n if unit_type is None else int(n_types)
     types = None if unit_type is None else np.asarray(unit_type, dtype=np.int32)
+    width = n if types is None else int(types.max(initial=-1)) + 1
     for start in range(0, draws, step):
         k = min(step, draws - start)
         # int32 draws are ~3x faster than int64; the budget keeps k * n far below 2**31
