@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+# The worked example lives in the repository (a clone tests itself); the real exports stay
+# outside it and the tests that read them are skipped when the folder is absent.
+WORKED = REPO / "tests" / "fixtures" / "worked_example"
 SHARED = REPO.parent / "shared"
-WORKED = SHARED / "worked-example"
 REAL = SHARED / "real"
 
 EMO_HEADER = "annotation_id,username,source_emotion,queried_emotion,task_type,file_name,rating,reaction_time_ms,sample_time_ms,created_at\n"
@@ -22,9 +24,21 @@ def user_row(name: str) -> str:
     return f'{name},1,0,True,0,2026-03-30T16:54:45.577Z,30,"English,German",Female,True,MSc,3,External speakers\n'
 
 
-def run_script(script: str, *args, cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
-    """Run one of the top-level scripts the way a user does, capturing its output."""
-    return subprocess.run([sys.executable, str(REPO / script), *map(str, args)], cwd=cwd or REPO,
+# scripts that draw PNG figures unless told --no-figures
+FIGURE_SCRIPTS = {"analysis.py", "benchmark.py", "compare.py"}
+
+
+def run_script(script: str, *args, cwd: Path | None = None, timeout: float = 120,
+               figures: bool = False) -> subprocess.CompletedProcess:
+    """Run one of the top-level scripts the way a user does, capturing its output.
+
+    Figures cost about a second per run (matplotlib's import and drawing) and most tests do
+    not look at them, so ``--no-figures`` is added unless ``figures=True`` (the tests of the
+    figures, and the ones that check the full default output set, ask for them)."""
+    args = [str(a) for a in args]
+    if script in FIGURE_SCRIPTS and not figures and "--no-figures" not in args and "--help" not in args:
+        args.append("--no-figures")
+    return subprocess.run([sys.executable, str(REPO / script), *args], cwd=cwd or REPO,
                           capture_output=True, text=True, timeout=timeout)
 
 

@@ -73,7 +73,7 @@ def scripted_server(fault=None, latency: float = 0.0, stall: float = 2.0):
     server.daemon_threads = True
     server.fault, server.latency, server.stall = fault, latency, stall
     server.lock, server.payloads, server.attempts = threading.Lock(), [], {}
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
         yield server, f"http://127.0.0.1:{server.server_address[1]}/v1/similarity"

@@ -35,7 +35,6 @@ def worked_outputs(tmp_path_factory):
     return out
 
 
-@needs(WORKED)
 @pytest.mark.parametrize("subset", ["emolia-emo", "emolia-dim"])
 def test_worked_example_csvs_are_byte_identical(worked_outputs, subset):
     for want in sorted((EXPECTED / subset).glob("*.csv")):
@@ -43,14 +42,12 @@ def test_worked_example_csvs_are_byte_identical(worked_outputs, subset):
         assert got.read_bytes() == want.read_bytes(), f"{subset}/{want.name} differs"
 
 
-@needs(WORKED)
 @pytest.mark.parametrize("subset", ["emolia-emo", "emolia-dim"])
 def test_worked_example_summary(worked_outputs, subset):
     got = json.loads((worked_outputs / subset / "summary.json").read_text())
     assert_same(got, json.loads((EXPECTED / subset / "summary.json").read_text()))
 
 
-@needs(WORKED)
 def test_worked_example_ours_additions(worked_outputs):
     dim = json.loads((worked_outputs / "emolia-dim" / "summary.json").read_text())
     # the flag by user_4 on VOLT/6/positive/sample_09 names an item nobody rated
@@ -66,7 +63,6 @@ def test_worked_example_ours_additions(worked_outputs):
     assert "not from any model" in report and "0.569" in report  # corrected pairwise exact, 3 decimals
 
 
-@needs(WORKED)
 def test_two_runs_write_identical_bytes(worked_outputs, tmp_path):
     r = run_script("analysis.py", "--annotations-root", WORKED / "input" / "annotations", "--output-root", tmp_path)
     assert r.returncode == 0
@@ -81,10 +77,7 @@ def test_degenerate_panel_gives_nulls_not_crashes(tmp_path):
     (ann / "annotations.csv").write_text(
         "annotation_id,username,dimension,level,polarity,file_name,rating,reaction_time_ms,sample_time_ms,created_at\n"
         + "\n".join(rows) + "\n")
-    shutil.copy(WORKED / "input/annotations/emolia-dim/users.csv", ann / "users.csv") if WORKED.exists() else \
-        (ann / "users.csv").write_text("username,is_active,is_admin,onboarded,annotation_count,created_at,age,"
-                                       "languages,gender,consent,degree,expertise,listening_setup\n"
-                                       "user_0,1,0,True,0,x,30,English,F,True,MSc,1,Speakers\n")
+    shutil.copy(WORKED / "input/annotations/emolia-dim/users.csv", ann / "users.csv")
     r = run_script("analysis.py", "--annotations-root", tmp_path / "in", "--output-root", tmp_path / "out",
                    "--subsets", "emolia-dim")
     assert r.returncode == 0, r.stderr

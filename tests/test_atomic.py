@@ -1,49 +1,85 @@
 """A run killed at any moment leaves every previous output complete: each file is either the
-old version or the new one, never a mix or a truncation. Tested by kill -9 at random points."""
+old version or the new one, never a mix or a truncation.
+
+The kills are deterministic: the run is started through a small driver that sends SIGKILL to
+its own process at a chosen step of the writer — after the k-th staged file is fsynced, or
+just before the k-th rename — so every phase of the write is hit on every run of the suite,
+without sleeping for a random fraction of a measured duration."""
 
 import os
-import random
-import signal
+import shutil
 import subprocess
 import sys
-import time
 
-from .conftest import REPO, run_script, snapshot
+import pytest
+
+from .conftest import REPO, snapshot
+
+# Runs analysis.py as a user would, except that the k-th call of os.<function> kills the
+# process (SIGKILL: no cleanup, no finally blocks, exactly like kill -9 from outside).
+DRIVER = """
+import os, runpy, signal, sys
+function, k = sys.argv[1], int(sys.argv[2])
+original, calls = getattr(os, function), [0]
+def killing(*args, **kwargs):
+    calls[0] += 1
+    if calls[0] == k:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return original(*args, **kwargs)
+setattr(os, function, killing)
+sys.argv = sys.argv[3:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
 
 
-def test_analysis_killed_at_random_points_leaves_complete_outputs(tmp_path):
+def analysis_cmd(annotations, out):
+    return [str(REPO / "analysis.py"), "--annotations-root", str(annotations), "--output-root", str(out), "--no-figures"]
+
+
+@pytest.fixture(scope="module")
+def two_versions(tmp_path_factory):
+    """Outputs of two different exports into the same folder layout: the old and the new."""
     sys.path.insert(0, str(REPO / "bench"))
     from synth import write_exports
 
-    old_in, new_in = tmp_path / "old", tmp_path / "new"
-    write_exports(old_in, 0.3)
-    write_exports(new_in, 0.35)  # different data: every output file differs
-    out = tmp_path / "out"
-    assert run_script("analysis.py", "--annotations-root", new_in / "annotations", "--output-root", tmp_path / "ref").returncode == 0
-    new = snapshot(tmp_path / "ref")
-    assert run_script("analysis.py", "--annotations-root", old_in / "annotations", "--output-root", out).returncode == 0
-    old = snapshot(out)
+    root = tmp_path_factory.mktemp("atomic")
+    for name, scale in (("old", 0.03), ("new", 0.035)):  # different data: every output file differs
+        write_exports(root / name, scale)
+    procs = [subprocess.Popen([sys.executable, *analysis_cmd(root / n / "annotations", root / f"{n}_out")],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) for n in ("old", "new")]
+    for p in procs:
+        assert p.wait(timeout=120) == 0, p.stderr.read()
+    old, new = snapshot(root / "old_out"), snapshot(root / "new_out")
     assert set(old) == set(new) and sum(old[k] != new[k] for k in old) >= len(old) - 2
+    return root, old, new
 
-    cmd = [sys.executable, str(REPO / "analysis.py"), "--annotations-root", str(new_in / "annotations"),
-           "--output-root", str(out)]
-    rng = random.Random(1)
-    start = time.perf_counter()
-    subprocess.run(cmd, check=True, capture_output=True)
-    duration = time.perf_counter() - start
-    for _ in range(6):
-        # restore the old outputs, then kill a new run somewhere in its lifetime (late bias: writing)
-        for rel, data in old.items():
-            (out / rel).write_bytes(data)
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(duration * rng.uniform(0.5, 1.05))
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
-        now = snapshot(out)
+
+def test_analysis_killed_at_each_phase_leaves_complete_outputs(two_versions):
+    root, old, new = two_versions
+    n = len(old)
+    same = sum(old[rel] == new[rel] for rel in old)
+    # (function, k): killed while staging (after 1 and after all-but-one fsyncs: no target
+    # touched yet), and just before the 1st, a middle and the last rename (some targets new).
+    cases = [("fsync", 2), ("fsync", n), ("replace", 1), ("replace", n // 2), ("replace", n)]
+    procs = []
+    for i, (function, k) in enumerate(cases):
+        out = root / f"killed_{i}"
+        shutil.copytree(root / "old_out", out)
+        cmd = [sys.executable, "-c", DRIVER, function, str(k), *analysis_cmd(root / "new" / "annotations", out)]
+        procs.append((function, k, out, subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)))
+    for function, k, out, proc in procs:
+        assert proc.wait(timeout=120) == -9, f"the run was not killed at {function} #{k}"
+        now = {rel: data for rel, data in snapshot(out).items() if not rel.rsplit("/", 1)[-1].startswith(".")}
+        assert set(now) == set(old)
+        replaced = [rel for rel, data in now.items() if data == new[rel] != old[rel]]
         for rel, data in now.items():
-            if rel.rsplit("/", 1)[-1].startswith("."):
-                continue  # a temporary file of the killed run, cleaned by the next run
-            assert data in (old[rel], new[rel]), f"{rel} is neither the old nor the new version"
+            assert data in (old[rel], new[rel]), f"{rel} is neither the old nor the new version ({function} #{k})"
+        # the kill point decides exactly how many targets were already replaced
+        # (less any file that happens to be the same in both versions)
+        expected = 0 if function == "fsync" else k - 1
+        assert expected - same <= len(replaced) <= expected, (function, k, replaced)
     # a later successful run replaces everything and leaves no temporary files behind
-    subprocess.run(cmd, check=True, capture_output=True)
+    out = procs[-1][2]
+    subprocess.run([sys.executable, *analysis_cmd(root / "new" / "annotations", out)], check=True, capture_output=True)
     assert snapshot(out) == new
+    assert not any(p.name.startswith(".") for p in out.rglob("*"))

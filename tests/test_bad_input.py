@@ -13,9 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import WORKED, needs, run_script, snapshot
+from .conftest import WORKED, run_script, snapshot
 
-pytestmark = needs(WORKED)
 
 
 @dataclass

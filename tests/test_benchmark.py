@@ -10,7 +10,7 @@ import pytest
 from emolia_bench.scorers.sham import sham_similarity
 from emolia_bench.selection import Filters, apply_filters
 
-from .conftest import WORKED, needs, run_script, snapshot
+from .conftest import WORKED, run_script, snapshot
 from .test_analysis import assert_same
 
 EXPECTED = WORKED / "expected" / "benchmark_outputs"
@@ -23,15 +23,22 @@ def test_sham_test_vectors():
     assert sham_similarity("sample_00__TEMP_3_positive", "Normal tempo.") == 0.7706211205491895
 
 
+@pytest.fixture(scope="module")
+def worked_analysed(tmp_path_factory):
+    """The worked example laid out as a project folder (annotations/, dataset/), analysed once."""
+    root = tmp_path_factory.mktemp("worked")
+    shutil.copytree(WORKED / "input", root, dirs_exist_ok=True)
+    assert run_script("analysis.py", cwd=root).returncode == 0
+    return root
+
+
 @pytest.fixture
-def worked(tmp_path):
-    """The worked example laid out as a project folder (annotations/, dataset/), analysed."""
-    shutil.copytree(WORKED / "input", tmp_path, dirs_exist_ok=True)
-    assert run_script("analysis.py", cwd=tmp_path).returncode == 0
+def worked(worked_analysed, tmp_path):
+    """A fresh copy of the analysed project for each test (tests change files in it)."""
+    shutil.copytree(worked_analysed, tmp_path, dirs_exist_ok=True)
     return tmp_path
 
 
-@needs(WORKED)
 def test_worked_example_matches_expected(worked):
     r = run_script("benchmark.py", cwd=worked)
     assert r.returncode == 0, r.stderr
@@ -50,7 +57,6 @@ def test_worked_example_matches_expected(worked):
     assert report.rstrip().splitlines()[-1].startswith("| Excellent")  # ends with the rubric's band table
 
 
-@needs(WORKED)
 def test_missing_clip_is_an_audio_missing_row(worked):
     (worked / "dataset/emolia-emo/data/Awe_best/B.mp3").unlink()
     r = run_script("benchmark.py", "--subset", "emolia-emo", cwd=worked)
@@ -64,7 +70,6 @@ def test_missing_clip_is_an_audio_missing_row(worked):
     assert s["overall"]["n"] == 8.0
 
 
-@needs(WORKED)
 def test_filters_limit_and_mode_names(worked):
     r = run_script("benchmark.py", "--subset", "emolia-dim", "--min-raters", "2", "--exclude-flagged", cwd=worked)
     assert r.returncode == 0, r.stderr
@@ -92,7 +97,6 @@ def test_filter_order_and_stats():
     assert len(kept) == 1
 
 
-@needs(WORKED)
 def test_rubric_missing_falls_back_not_fails(worked):
     (worked / "dataset/emolia-dim/variables.json").unlink()
     r = run_script("benchmark.py", "--subset", "emolia-dim", cwd=worked)
@@ -101,7 +105,6 @@ def test_rubric_missing_falls_back_not_fails(worked):
     assert pred["prompt"].str.startswith("Speech audio matching the description of").all()
 
 
-@needs(WORKED)
 def test_labels_of_the_other_subset_are_refused(worked):
     out = worked / "benchmark_outputs"
     assert run_script("benchmark.py", cwd=worked).returncode == 0
@@ -114,13 +117,11 @@ def test_labels_of_the_other_subset_are_refused(worked):
     assert snapshot(out) == before
 
 
-@needs(WORKED)
 def test_missing_labels_file(worked):
     r = run_script("benchmark.py", "--analysis-root", worked / "nowhere", cwd=worked)
     assert r.returncode == 2 and "benchmark_labels.csv" in r.stderr and "not found" in r.stderr
 
 
-@needs(WORKED)
 def test_outputs_are_deterministic(worked, tmp_path):
     run_script("benchmark.py", "--output-dir", tmp_path / "a", cwd=worked)
     run_script("benchmark.py", "--output-dir", tmp_path / "b", cwd=worked)

@@ -6,9 +6,8 @@ import shutil
 import pandas as pd
 import pytest
 
-from .conftest import WORKED, needs, run_script
+from .conftest import WORKED, run_script
 
-pytestmark = needs(WORKED)
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +26,7 @@ def copy_run(project, src, dst):
 
 def test_identical_runs_differ_by_zero_with_p_one(project, tmp_path):
     copy_run(project, "a", "same")
-    r = run_script("compare.py", "runs/a", "runs/same", "--output-dir", tmp_path, cwd=project)
+    r = run_script("compare.py", "runs/a", "runs/same", "--output-dir", tmp_path, cwd=project, figures=True)
     assert r.returncode == 0, r.stderr
     pairs = pd.read_csv(tmp_path / "pairwise.csv")
     assert (pairs["difference"] == 0).all()

@@ -25,7 +25,7 @@ def server(tmp_path):
     (root / "folder_out").symlink_to(tmp_path)  # a folder inside the root that leads outside it
     srv = make_server("127.0.0.1", 0, dataset_root=root, max_body_mb=0.01)
     srv.RequestHandlerClass.timeout = 1  # a slow client is dropped after 1 s in these tests
-    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t = threading.Thread(target=srv.serve_forever, args=(0.05,), daemon=True)
     t.start()
     yield url_of(srv), srv
     srv.RequestHandlerClass.timeout = 10
@@ -120,7 +120,7 @@ def test_slow_client_is_dropped_and_server_stays_up(server):
 
 def test_concurrent_requests_are_served_in_parallel(tmp_path):
     srv = make_server("127.0.0.1", 0, latency_ms=200)
-    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t = threading.Thread(target=srv.serve_forever, args=(0.05,), daemon=True)
     t.start()
     try:
         url = url_of(srv)
