@@ -14,9 +14,7 @@ import argparse
 from pathlib import Path
 
 from emolia_bench.cli import run
-from emolia_bench.defaults import BOOTSTRAP_DRAWS, BOOTSTRAP_SEED
-
-SUBSET_NAMES = ["emolia-emo", "emolia-dim"]  # checked against emolia_bench.subsets by the tests
+from emolia_bench.defaults import BOOTSTRAP_DRAWS, BOOTSTRAP_SEED, SUBSET_NAMES
 
 
 def main() -> int:

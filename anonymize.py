@@ -15,8 +15,7 @@ import argparse
 from pathlib import Path
 
 from emolia_bench.cli import run
-
-SUBSET_NAMES = ["emolia-emo", "emolia-dim"]  # checked against emolia_bench.subsets by the tests
+from emolia_bench.defaults import SUBSET_NAMES
 
 
 def main() -> int:

@@ -20,8 +20,10 @@ Definitions and undefined cases (undefined -> ``None``, written as JSON ``null``
   accuracy with A as truth and B as prediction and vice versa, each kept only when its truth
   has both classes; mean of kept values.
 * leave-one-out: on items with ≥3 votes, every vote against the majority of the item's other
-  votes; ties among the others are skipped; pooled. Balanced accuracy has scikit-learn's
-  semantics (mean recall over the truth classes present).
+  votes; ties among the others are skipped; pooled. Its balanced accuracy is
+  :func:`metrics.balanced_accuracy_over_present_classes` (scikit-learn's semantics: mean recall
+  over the truth classes present), as upstream computes it; the sampling prior's agreement with
+  the consensus likewise.
 * Krippendorff's α [ours]: over all items with ≥2 raters (``krippendorff`` package); None when
   fewer than one such item or no variation.
 """
@@ -35,7 +37,8 @@ import numpy as np
 import pandas as pd
 
 from .defaults import BOOTSTRAP_DRAWS, BOOTSTRAP_SEED
-from .resampling import bootstrap_statistics, group_summer, percentile_interval
+from .metrics import balanced_accuracy_from_sums, balanced_accuracy_over_present_classes
+from .resampling import bootstrap_statistic, percentile_interval
 
 PRESELECT_RATER = "gemini3flash_preselect"
 PRESELECTION_MIN_HUMANS = 2
@@ -48,18 +51,6 @@ def _nanmean(values) -> float | None:
 
 def _finite(x) -> float | None:
     return float(x) if x is not None and np.isfinite(x) else None
-
-
-def balanced_accuracy(truth: np.ndarray, pred: np.ndarray) -> float | None:
-    """Mean recall over the classes present in ``truth`` — scikit-learn's
-    ``balanced_accuracy_score`` semantics (tests compare the two), from one 2 × 2 table
-    instead of a library call, which costs more to import here than the whole computation."""
-    if len(truth) == 0:
-        return None
-    t = np.bincount(np.asarray(truth) * 2 + np.asarray(pred), minlength=4).reshape(2, 2)
-    support = t.sum(axis=1)
-    recalls = [t[c, c] / support[c] for c in (0, 1) if support[c] > 0]
-    return float(np.mean(recalls))
 
 
 def inter_rater():
@@ -153,7 +144,7 @@ def pairwise_accuracy(pairs: pd.DataFrame) -> tuple[float | None, float | None]:
     for tt in (t, t.transpose(0, 2, 1)):  # A as truth (rows), then B as truth
         pos, neg = tt[:, 1, :].sum(1), tt[:, 0, :].sum(1)
         both = (pos > 0) & (neg > 0)
-        bals.append(((tt[both, 1, 1] / pos[both]) + (tt[both, 0, 0] / neg[both])) / 2)
+        bals.append(balanced_accuracy_from_sums(tt[both, 1, 1], pos[both], tt[both, 0, 0], neg[both]))
     kept = np.concatenate(bals)
     return float(acc.mean()), (float(kept.mean()) if len(kept) else None)
 
@@ -243,45 +234,56 @@ def loo_agreement(votes: pd.DataFrame) -> tuple[float | None, float | None, floa
     if len(comp) == 0:
         return None, None, 0.0
     truth, pred = comp["truth"].to_numpy(), comp["pred"].to_numpy()
-    return float(np.mean(truth == pred)), balanced_accuracy(truth, pred), float(len(comp))
+    return float(np.mean(truth == pred)), balanced_accuracy_over_present_classes(truth, pred), float(len(comp))
 
 
 # ---------------------------------------------------------------------------------------------
 # bootstrap [ours]
 
 
-def pairwise_accuracy_resampled(pairs: pd.DataFrame):
-    """``(units, statistic)`` for the bootstrap of the pairwise accuracy: the co-rated items
-    (sorted item codes) and the function ``W -> accuracy in each resample``; None without pairs.
+class Resampled:
+    """One bootstrapped statistic as rows for :func:`resampling.bootstrap_group_sums`: the units
+    (sorted item codes), each row's unit position and group, its count values, the number of
+    groups, and ``statistic``: grouped sums of a chunk -> one value per resample."""
 
-    Per resample and pair: co-rated items drawn (with multiplicity) and agreements among them;
-    the statistic is the mean over pairs with at least one drawn item of agreements / items.
-    """
+    def __init__(self, items, unit, group, values, n_groups, statistic):
+        self.items, self.unit, self.group, self.values = items, unit, group, values
+        self.n_groups, self.statistic = n_groups, statistic
+
+    def interval(self, seed: int, draws: int) -> list[float] | None:
+        return percentile_interval(bootstrap_statistic(self.unit, self.group, self.values, len(self.items),
+                                                       self.n_groups, self.statistic, draws, seed))
+
+
+def _mean_agreement(sums) -> np.ndarray:
+    n, a = sums
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.nanmean(np.where(n > 0, a / n, np.nan), axis=1)
+
+
+def pairwise_accuracy_resampled(pairs: pd.DataFrame) -> Resampled | None:
+    """The pairwise accuracy for the bootstrap; units are the co-rated items. Per resample and
+    pair: co-rated items drawn (with multiplicity) and agreements among them; the statistic is
+    the mean over pairs with at least one drawn item of agreements / items. None without pairs."""
     if len(pairs) == 0:
         return None
     item_codes, items = pd.factorize(pairs["item"], sort=True)
     pair_codes, uniq = pd.factorize(pairs["a"].astype(np.int64) * 1_000_003 + pairs["b"], sort=True)
     agree = (pairs["binary_a"] == pairs["binary_b"]).to_numpy(dtype=np.float64)
-    summer = group_summer(item_codes, pair_codes, [np.ones(len(pairs)), agree], len(items), len(uniq))
-
-    def accuracy(w):
-        n, a = summer(w)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.nanmean(np.where(n > 0, a / n, np.nan), axis=1)
-
-    return np.asarray(items, dtype=np.int64), accuracy
+    return Resampled(np.asarray(items, dtype=np.int64), item_codes, pair_codes, [np.ones(len(pairs)), agree],
+                     len(uniq), _mean_agreement)
 
 
-def loo_accuracy_resampled(votes: pd.DataFrame):
-    """``(units, statistic)`` for the bootstrap of the leave-one-out accuracy: the items with a
-    comparison (sorted item codes) and ``W -> pooled accuracy in each resample``; None without
-    comparisons."""
+def loo_accuracy_resampled(votes: pd.DataFrame) -> Resampled | None:
+    """The leave-one-out accuracy for the bootstrap; units are the items with a comparison, the
+    statistic the pooled share of correct comparisons. None without comparisons."""
     comp = loo_comparisons(votes)
     if len(comp) == 0:
         return None
-    per_item = comp.assign(correct=(comp["truth"] == comp["pred"]).astype(np.float64)).groupby("item", sort=True)
-    used, correct = per_item.size(), per_item["correct"].sum().to_numpy()
-    return used.index.to_numpy(np.int64), lambda w: (w @ correct) / (w @ used.to_numpy(np.float64))
+    item_codes, items = pd.factorize(comp["item"], sort=True)
+    correct = (comp["truth"] == comp["pred"]).to_numpy(dtype=np.float64)
+    return Resampled(np.asarray(items, dtype=np.int64), item_codes, np.zeros(len(comp), np.int64),
+                     [np.ones(len(comp)), correct], 1, lambda sums: sums[1][:, 0] / sums[0][:, 0])
 
 
 def ceiling_intervals(pairs: pd.DataFrame, votes: pd.DataFrame, seed: int, draws: int
@@ -291,27 +293,15 @@ def ceiling_intervals(pairs: pd.DataFrame, votes: pd.DataFrame, seed: int, draws
     the two sets are the same (every item fully rated), both statistics are read off one set
     of resamples — the very resamples each would draw alone with this seed."""
     pair, loo = pairwise_accuracy_resampled(pairs), loo_accuracy_resampled(votes)
-    if pair is not None and loo is not None and np.array_equal(pair[0], loo[0]):
-        both = bootstrap_statistics(len(pair[0]), [pair[1], loo[1]], draws, seed)
-        return percentile_interval(both[0]), percentile_interval(both[1])
-    return _interval(pair, seed, draws), _interval(loo, seed, draws)
-
-
-def bootstrap_pairwise_accuracy(pairs: pd.DataFrame, seed: int, draws: int) -> list[float] | None:
-    """95 % percentile interval of the pairwise accuracy, resampling co-rated items."""
-    return _interval(pairwise_accuracy_resampled(pairs), seed, draws)
-
-
-def bootstrap_loo_accuracy(votes: pd.DataFrame, seed: int, draws: int) -> list[float] | None:
-    """95 % percentile interval of the leave-one-out accuracy, resampling items."""
-    return _interval(loo_accuracy_resampled(votes), seed, draws)
-
-
-def _interval(resampled, seed: int, draws: int) -> list[float] | None:
-    if resampled is None:
-        return None
-    units, statistic = resampled
-    return percentile_interval(bootstrap_statistics(len(units), [statistic], draws, seed)[0])
+    if pair is None or loo is None or not np.array_equal(pair.items, loo.items):
+        return (None if pair is None else pair.interval(seed, draws)), (None if loo is None else loo.interval(seed, draws))
+    g = pair.n_groups  # the LOO rows become one more group after the pairs'
+    both = bootstrap_statistic(
+        np.concatenate([pair.unit, loo.unit]), np.concatenate([pair.group, loo.group + g]),
+        [np.concatenate([x, y]) for x, y in zip(pair.values, loo.values, strict=True)], len(pair.items), g + 1,
+        lambda sums: np.column_stack([pair.statistic([s[:, :g] for s in sums]), loo.statistic([s[:, g:] for s in sums])]),
+        draws, seed)
+    return percentile_interval(both[:, 0]), percentile_interval(both[:, 1])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -379,7 +369,7 @@ def augmented_agreement(votes: pd.DataFrame, items: pd.DataFrame) -> dict:
     decided = el[~el["majority_present_tie"].astype(bool)]
     truth, pred = decided["majority_present"].to_numpy(), decided["intended"].to_numpy()
     g_acc = float(np.mean(truth == pred)) if len(decided) else None
-    g_bal = balanced_accuracy(truth, pred)
+    g_bal = balanced_accuracy_over_present_classes(truth, pred)
     return {
         "preselection_min_humans": PRESELECTION_MIN_HUMANS,
         "preselection_n_eligible_items": int(len(eligible)),

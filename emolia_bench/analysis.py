@@ -91,7 +91,8 @@ def analyze_subset(subset: Subset, ann: pd.DataFrame, users: pd.DataFrame, flags
     s["annotators"] = users["username"].tolist()
     s["agreement"] = agreement
     s["augmented_agreement"] = augmented
-    for key, column in subset.summary_rates:
+    for key, column in ((subset.positive_rate_key, "majority_present"),
+                        (subset.prior_match_rate_key, subset.prior_match_column)):
         s[key] = float(labels[column].mean()) if len(labels) else None
     for key, file, rows in subset.summary_tables:
         t = tables[file]

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .sham_server import PathRefused, resolve_inside
+from .paths import PathRefused, resolve_inside
 
 
 class Batcher:

@@ -24,8 +24,8 @@ import pandas as pd
 
 from .errors import InputError
 from .io import read_csv_strings
-from .metrics import binary_metrics
-from .resampling import bootstrap_sums, percentile_interval
+from .metrics import balanced_accuracy_from_sums, binary_metrics, confusion_counts
+from .resampling import bootstrap_statistic, percentile_interval
 from .subsets import SUBSETS, Subset
 
 
@@ -96,15 +96,11 @@ def paired_test(a: Run, b: Run, seed: int, draws: int) -> dict:
     ci, p_boot = None, None
     if diff is not None:
         clip = pd.factorize(m["clip"], sort=True)[0]
-        per = np.zeros((clip.max() + 1, 6))
-        np.add.at(per, clip, np.column_stack([t, t * pa, t * pb, 1 - t, (1 - t) * (1 - pa), (1 - t) * (1 - pb)]))
-        deltas = []
-        for (s,) in bootstrap_sums([per], draws, seed):
-            with np.errstate(invalid="ignore", divide="ignore"):
-                bal_a = (s[:, 1] / s[:, 0] + s[:, 4] / s[:, 3]) / 2
-                bal_b = (s[:, 2] / s[:, 0] + s[:, 5] / s[:, 3]) / 2
-            deltas.append(bal_b - bal_a)
-        d = np.concatenate(deltas)
+        t_a, t_b = confusion_counts(t, pa), confusion_counts(t, pb)  # [pos, tp, neg, tn] per row
+        d = bootstrap_statistic(
+            clip, np.zeros(len(m), np.int64), [*t_a, t_b[1], t_b[3]], int(clip.max()) + 1, 1,
+            lambda s: (balanced_accuracy_from_sums(s[4], s[0], s[5], s[2])
+                       - balanced_accuracy_from_sums(s[1], s[0], s[3], s[2]))[:, 0], draws, seed)
         d = d[np.isfinite(d)]
         ci = percentile_interval(d)
         if len(d):

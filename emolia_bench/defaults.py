@@ -1,4 +1,8 @@
-"""Default seeds and draw counts, importable without numpy or pandas (for fast --help)."""
+"""Subset names, default seeds and draw counts, importable without numpy or pandas (for fast --help)."""
+
+# The subsets' names, for the scripts' --help (emolia_bench.subsets describes each one and
+# checks that it describes exactly these).
+SUBSET_NAMES = ("emolia-emo", "emolia-dim")
 
 BOOTSTRAP_SEED = 20260401
 BOOTSTRAP_DRAWS = 1000

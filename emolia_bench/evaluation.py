@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 
 from .analysis import HUMAN_ALIASES
-from .figures import best_threshold
-from .metrics import METRIC_DRAWS, METRIC_SEED, band, slice_report
+from .defaults import BOOTSTRAP_DRAWS, BOOTSTRAP_SEED
+from .metrics import band, best_threshold, slice_report
 from .scorers import ScoreResult
 from .subsets import Subset
 
@@ -76,13 +76,11 @@ def _record(key: str, value, m: dict, fields) -> dict:
 
 def evaluate(subset: Subset, rows: pd.DataFrame, predictions: pd.DataFrame, *, mode: str, endpoint,
              threshold: float, filter_mode: str, filter_stats: dict, human: dict,
-             seed: int = METRIC_SEED, draws: int = METRIC_DRAWS) -> BenchmarkResult:
+             seed: int = BOOTSTRAP_SEED, draws: int = BOOTSTRAP_DRAWS) -> BenchmarkResult:
     scored = predictions[predictions["ok"]].copy()
     scored["pred_present"] = scored["pred_present"].astype(np.int64)
     scored["clip"] = rows.loc[predictions["ok"].to_numpy(), "clip"].to_numpy()
     scored["all_agree_binary"] = rows.loc[predictions["ok"].to_numpy(), "all_agree_binary"].to_numpy()
-    if subset.category_slice not in scored.columns:
-        scored[subset.category_slice] = rows.loc[predictions["ok"].to_numpy(), subset.category_slice].to_numpy()
 
     keys = [subset.type_slice, "benchmark_bucket", subset.category_slice]
     overall, unanimous, by_key = slice_report(scored, keys, seed, draws)

@@ -1,9 +1,8 @@
 """Figures for the reports: matplotlib's object API on the Agg canvas, PNG bytes out.
 
-Every figure is drawn from numbers that the rest of the package computes (and tests); nothing
-here computes a statistic except the curve helpers ``roc_points`` and ``threshold_sweep``, which
-are tested against the metrics module. matplotlib is imported only when a figure is drawn
-(it costs about a second to import).
+Every figure is drawn from numbers that the rest of the package computes and tests (the curves
+come from :mod:`emolia_bench.metrics`); nothing here computes a statistic. matplotlib is imported
+only when a figure is drawn (it costs about a second to import).
 """
 
 from __future__ import annotations
@@ -11,6 +10,8 @@ from __future__ import annotations
 import io
 
 import numpy as np
+
+from .metrics import roc_points, threshold_sweep
 
 DPI = 110
 BLUE, ORANGE, GREY, GREEN = "#3465a4", "#f57900", "#888a85", "#4e9a06"
@@ -99,40 +100,6 @@ def human_ceiling(summaries: list[dict]) -> bytes:
 
 # ---------------------------------------------------------------------------------------------
 # benchmark
-
-
-def roc_points(truth: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(fpr, tpr) at every distinct threshold, from (0, 0) to (1, 1)."""
-    order = np.argsort(-scores, kind="stable")
-    s, t = scores[order], truth[order]
-    last = np.r_[np.diff(s) != 0, True]  # the end of each group of tied scores
-    tp = np.cumsum(t)[last]
-    fp = np.cumsum(1 - t)[last]
-    return np.r_[0.0, fp / max(fp[-1], 1)], np.r_[0.0, tp / max(tp[-1], 1)]
-
-
-def threshold_sweep(truth: np.ndarray, scores: np.ndarray, n: int = 201) -> tuple[np.ndarray, np.ndarray]:
-    """Balanced accuracy of ``score >= threshold`` over a grid of thresholds spanning the scores."""
-    grid = np.linspace(scores.min(), scores.max(), n) if len(scores) else np.empty(0)
-    pos, neg = truth.sum(), len(truth) - truth.sum()
-    s_pos, s_neg = np.sort(scores[truth == 1]), np.sort(scores[truth == 0])
-    tpr = (pos - np.searchsorted(s_pos, grid, side="left")) / pos if pos else np.full(len(grid), np.nan)
-    tnr = np.searchsorted(s_neg, grid, side="left") / neg if neg else np.full(len(grid), np.nan)
-    return grid, (tpr + tnr) / 2
-
-
-def best_threshold(truth: np.ndarray, scores: np.ndarray) -> dict:
-    """The threshold (among the scores themselves) with the highest balanced accuracy.
-    Reported for reference only; the run's threshold is never changed by it."""
-    if len(scores) == 0 or truth.min() == truth.max():
-        return {"threshold": None, "balanced_accuracy": None}
-    cand = np.unique(scores)
-    pos, neg = truth.sum(), len(truth) - truth.sum()
-    tpr = (pos - np.searchsorted(np.sort(scores[truth == 1]), cand, side="left")) / pos
-    tnr = np.searchsorted(np.sort(scores[truth == 0]), cand, side="left") / neg
-    ba = (tpr + tnr) / 2
-    i = int(np.argmax(ba))  # first maximum: the lowest threshold among equals
-    return {"threshold": float(cand[i]), "balanced_accuracy": float(ba[i])}
 
 
 def slice_balanced_accuracy(records: list[dict], key: str, summary: dict, title: str) -> bytes:

@@ -7,7 +7,9 @@ Undefined values are ``None`` (JSON null), never NaN and never a silent 0:
 * accuracy = (tp + tn) / n; undefined when n = 0.
 * recall (sensitivity) = tp / (tp + fn); undefined without positive truth.
 * specificity = tn / (tn + fp); undefined without negative truth.
-* balanced accuracy = (recall + specificity) / 2; undefined unless the truth has both classes.
+* balanced accuracy = (recall + specificity) / 2; undefined unless the truth has both classes
+  (:func:`balanced_accuracy_over_present_classes` is the variant, kept for upstream's human
+  figures, that averages the recall of the classes present instead).
 * precision = tp / (tp + fp); undefined without positive predictions.
 * F1 = 2·precision·recall / (precision + recall); undefined when either is undefined or both
   are 0 (this form, rather than 2tp/(2tp+fp+fn), reproduces upstream to the last bit).
@@ -28,10 +30,9 @@ import numpy as np
 import pandas as pd
 
 from .defaults import BOOTSTRAP_DRAWS, BOOTSTRAP_SEED
-from .resampling import bootstrap_weights, percentile_interval
+from .resampling import bootstrap_statistic, percentile_interval
 
 BANDS = ((0.55, "Bad"), (0.65, "Weak"), (0.75, "Medium"), (0.85, "Good"), (float("inf"), "Excellent"))
-METRIC_SEED, METRIC_DRAWS = BOOTSTRAP_SEED, BOOTSTRAP_DRAWS
 
 
 def check_binary(y_true, y_pred=None, scores=None) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
@@ -119,69 +120,74 @@ def _ranking(t: np.ndarray, s: np.ndarray) -> dict:
     return {"auroc": float(auroc), "average_precision": ap}
 
 
+def balanced_accuracy_over_present_classes(truth, pred) -> float | None:
+    """Mean recall over the classes present in ``truth`` — scikit-learn's
+    ``balanced_accuracy_score`` (the tests compare the two); None when ``truth`` is empty.
+
+    It differs from :func:`binary_metrics`' balanced accuracy only when ``truth`` has a single
+    class: this one is then that class's recall, the other is undefined. Upstream computes the
+    human leave-one-out and prior-vs-consensus figures this way, so they keep this definition;
+    the model's metrics use the strict one, which never reports a one-class recall as balanced.
+    """
+    t, p, _ = check_binary(truth, pred)
+    if len(t) == 0:
+        return None
+    table = np.bincount(t * 2 + p, minlength=4).reshape(2, 2)
+    support = table.sum(axis=1)
+    return float(np.mean([table[c, c] / support[c] for c in (0, 1) if support[c] > 0]))
+
+
 def ranking_metrics(y_true, scores) -> dict:
     """AUROC and average precision of raw scores; None unless both classes are present."""
     t, _, s = check_binary(y_true, scores=scores)
     return _ranking(t, s)
 
 
-def balanced_accuracy_interval(y_true, y_pred, clusters, seed: int = METRIC_SEED,
-                               draws: int = METRIC_DRAWS) -> list[float] | None:
-    """95 % percentile bootstrap interval of balanced accuracy, resampling clusters (clips):
-    all rows of one clip enter or leave a resample together. Draws where the resample lacks a
-    class are dropped; None when the data lack a class or no draw is defined."""
-    t, p, _ = check_binary(y_true, y_pred)
-    groups = np.zeros(len(t), dtype=np.int64)
-    return slice_intervals(t, p, np.asarray(clusters), [groups], seed, draws)[0][0]
+def balanced_accuracy_from_sums(tp, pos, tn, neg):
+    """(tp / pos + tn / neg) / 2 elementwise; NaN where a class is absent (no warning)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (tp / pos + tn / neg) / 2
+
+
+def confusion_counts(t: np.ndarray, p: np.ndarray) -> list[np.ndarray]:
+    """Per row: [positive truth, true positive, negative truth, true negative] as 0/1 floats —
+    the counts from which a resample's balanced accuracy is summed."""
+    t, p = t.astype(np.float64), p.astype(np.float64)
+    return [t, t * p, 1 - t, (1 - t) * (1 - p)]
 
 
 def slice_intervals(t: np.ndarray, p: np.ndarray, clusters: np.ndarray, families: list[np.ndarray],
-                    seed: int = METRIC_SEED, draws: int = METRIC_DRAWS) -> list[list]:
-    """Balanced-accuracy intervals for many slices from one set of clip resamples.
+                    seed: int = BOOTSTRAP_SEED, draws: int = BOOTSTRAP_DRAWS) -> list[list]:
+    """95 % percentile bootstrap intervals of balanced accuracy for many slices from one set of
+    clip resamples: all rows of one clip enter or leave a resample together.
 
     ``families`` holds, per slice family, each row's slice code (0..G-1, or -1 for rows in no
     slice of that family). Each draw resamples the clips once; every slice's statistic is
-    computed on that same resample, so the cost is one resampling per subset, not one per
-    slice. Returns, per family, a list of intervals indexed by slice code.
+    computed on that same resample. Returns, per family, a list of intervals indexed by slice
+    code: None for a slice whose rows lack a class; resamples lacking a class are dropped.
     """
-    from .lazy_imports import spare_unused_modules
-
-    spare_unused_modules()  # scipy.sparse pulls in numpy.f2py and numpy.testing otherwise
-    from scipy import sparse
-
     clip = pd.factorize(clusters, sort=True)[0] if len(clusters) else np.empty(0, np.int64)
     n_clips = int(clip.max()) + 1 if len(clip) else 0
-    offsets, cols, rows_, vals = [0], [], [], []
-    stats = np.column_stack([t, t * p, 1 - t, (1 - t) * (1 - p)]).astype(np.float64)
+    counts = confusion_counts(t, p)
+    offsets, units, groups, values = [0], [], [], [[] for _ in counts]
     for codes in families:
-        g = int(codes.max()) + 1 if len(codes) and codes.max() >= 0 else 0
         keep = codes >= 0
-        for k in range(4):
-            nz = keep & (stats[:, k] > 0)
-            rows_.append(clip[nz])
-            cols.append((offsets[-1] + codes[nz]) * 4 + k)
-            vals.append(stats[nz, k])
-        offsets.append(offsets[-1] + g)
+        units.append(clip[keep])
+        groups.append(offsets[-1] + codes[keep])
+        for acc, c in zip(values, counts, strict=True):
+            acc.append(c[keep])
+        offsets.append(offsets[-1] + (int(codes.max()) + 1 if len(codes) and codes.max() >= 0 else 0))
     n_slices = offsets[-1]
     out = [[None] * (offsets[i + 1] - offsets[i]) for i in range(len(families))]
     if n_clips == 0 or n_slices == 0:
         return out
-    m = sparse.csr_matrix((np.concatenate(vals), (np.concatenate(rows_), np.concatenate(cols))),
-                          shape=(n_clips, n_slices * 4))
+    unit, group, values = np.concatenate(units), np.concatenate(groups), [np.concatenate(v) for v in values]
     # a slice whose data lack a class has no interval
-    totals = np.asarray(m.sum(axis=0)).reshape(n_slices, 4)
-    defined = (totals[:, 0] > 0) & (totals[:, 2] > 0)
-    # Clips with identical rows of m (same slices, same outcomes: most single-row clips) are
-    # interchangeable, so each resample's sums only need how often each kind of clip was drawn:
-    # the same resamples, a much smaller product.
-    clip_type, representative = identical_rows(m)
-    m_types = m[representative]
-    draws_ba = []
-    for w in bootstrap_weights(n_clips, draws, seed, unit_type=clip_type):
-        s = np.asarray((m_types.T @ w.T).T).reshape(len(w), n_slices, 4)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            draws_ba.append((s[:, :, 1] / s[:, :, 0] + s[:, :, 3] / s[:, :, 2]) / 2)
-    ba = np.concatenate(draws_ba)
+    pos = np.bincount(group, weights=values[0], minlength=n_slices)
+    neg = np.bincount(group, weights=values[2], minlength=n_slices)
+    defined = (pos > 0) & (neg > 0)
+    ba = bootstrap_statistic(unit, group, values, n_clips, n_slices,
+                             lambda s: balanced_accuracy_from_sums(s[1], s[0], s[3], s[2]), draws, seed)
     for f in range(len(families)):
         for j in range(offsets[f + 1] - offsets[f]):
             k = offsets[f] + j
@@ -189,27 +195,42 @@ def slice_intervals(t: np.ndarray, p: np.ndarray, clusters: np.ndarray, families
     return out
 
 
-def identical_rows(m) -> tuple[np.ndarray, np.ndarray]:
-    """``(row_type, representative)`` of a scipy-sparse matrix: rows with the same entries share
-    a type (0..T-1, in order of first appearance), and ``representative[t]`` is the first row of
-    type t. Exact: equal hashes are confirmed by comparing the rows' bytes."""
-    m = m.tocsr()
-    m.sum_duplicates()
-    m.sort_indices()
-    per_row = np.diff(m.indptr)
-    width = int(per_row.max()) if len(per_row) else 0
-    rows = np.repeat(np.arange(m.shape[0]), per_row)
-    at = np.arange(m.nnz) - np.repeat(m.indptr[:-1], per_row)  # position of each entry in its row
-    entries = np.full((m.shape[0], 1 + 2 * width), -1.0)  # count, column indices, values
-    entries[:, 0] = per_row
-    entries[rows, 1 + at] = m.indices
-    entries[rows, 1 + width + at] = m.data
-    # each row's entries as one bytes value; pandas hashes them (and compares on collision)
-    keys = entries.view(np.dtype((np.void, entries.shape[1] * 8))).ravel().astype(object)
-    row_type, kinds = pd.factorize(keys)
-    representative = np.empty(len(kinds), dtype=np.int64)
-    representative[row_type[::-1]] = np.arange(len(row_type))[::-1]  # the first row of each type
-    return row_type.astype(np.int64), representative
+# ---------------------------------------------------------------------------------------------
+# curves over thresholds (for the figures, and the reference-only best threshold)
+
+
+def roc_points(truth: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(fpr, tpr) at every distinct threshold, from (0, 0) to (1, 1)."""
+    order = np.argsort(-scores, kind="stable")
+    s, t = scores[order], truth[order]
+    last = np.r_[np.diff(s) != 0, True]  # the end of each group of tied scores
+    tp = np.cumsum(t)[last]
+    fp = np.cumsum(1 - t)[last]
+    return np.r_[0.0, fp / max(fp[-1], 1)], np.r_[0.0, tp / max(tp[-1], 1)]
+
+
+def threshold_sweep(truth: np.ndarray, scores: np.ndarray, n: int = 201) -> tuple[np.ndarray, np.ndarray]:
+    """Balanced accuracy of ``score >= threshold`` over a grid of thresholds spanning the scores."""
+    grid = np.linspace(scores.min(), scores.max(), n) if len(scores) else np.empty(0)
+    pos, neg = truth.sum(), len(truth) - truth.sum()
+    s_pos, s_neg = np.sort(scores[truth == 1]), np.sort(scores[truth == 0])
+    tpr = (pos - np.searchsorted(s_pos, grid, side="left")) / pos if pos else np.full(len(grid), np.nan)
+    tnr = np.searchsorted(s_neg, grid, side="left") / neg if neg else np.full(len(grid), np.nan)
+    return grid, (tpr + tnr) / 2
+
+
+def best_threshold(truth: np.ndarray, scores: np.ndarray) -> dict:
+    """The threshold (among the scores themselves) with the highest balanced accuracy.
+    Reported for reference only; the run's threshold is never changed by it."""
+    if len(scores) == 0 or truth.min() == truth.max():
+        return {"threshold": None, "balanced_accuracy": None}
+    cand = np.unique(scores)
+    pos, neg = truth.sum(), len(truth) - truth.sum()
+    tpr = (pos - np.searchsorted(np.sort(scores[truth == 1]), cand, side="left")) / pos
+    tnr = np.searchsorted(np.sort(scores[truth == 0]), cand, side="left") / neg
+    ba = (tpr + tnr) / 2
+    i = int(np.argmax(ba))  # first maximum: the lowest threshold among equals
+    return {"threshold": float(cand[i]), "balanced_accuracy": float(ba[i])}
 
 
 def band(balanced_accuracy: float | None) -> str:
@@ -229,7 +250,7 @@ def metrics_of(t: np.ndarray, p: np.ndarray, s: np.ndarray, interval) -> dict:
     return m
 
 
-def slice_report(frame: pd.DataFrame, keys: list[str], seed: int = METRIC_SEED, draws: int = METRIC_DRAWS
+def slice_report(frame: pd.DataFrame, keys: list[str], seed: int = BOOTSTRAP_SEED, draws: int = BOOTSTRAP_DRAWS
                  ) -> tuple[dict, dict, dict[str, pd.DataFrame]]:
     """Overall metrics, unanimous-subset metrics and one table per key of ``keys``.
 

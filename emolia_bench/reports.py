@@ -86,10 +86,6 @@ def sampling_sentence(a) -> str:
     )
 
 
-def _rate_of(summary: dict, subset) -> float | None:
-    return summary[subset.summary_rates[0][0]]
-
-
 def demographics(users: pd.DataFrame) -> str:
     out = []
     for col, title in (("age", "Age"), ("gender", "Gender"), ("languages", "Languages"),
@@ -132,7 +128,7 @@ def subset_section(a, level: int = 2, figures=None) -> str:
         parts.append(f"{sm['items_flagged']:,} labelled items are flagged as broken by an annotator; "
                      f"{len(sm.get('flags_unmatched', [])):,} flags name an item nobody rated.\n")
     parts.append(f"{h}# Sampling\n\n{sampling_sentence(a)} The human majority agrees with the sampling "
-                 f"prior on {pct(sm[s.summary_rates[1][0]])} of items; {pct(_rate_of(sm, s))} of items have a "
+                 f"prior on {pct(sm[s.prior_match_rate_key])} of items; {pct(sm[s.positive_rate_key])} of items have a "
                  f"{pos} majority.\n")
 
     rows = [("exact agreement, complete items (binary)", ag.get("exact_3way_binary"))]
@@ -225,7 +221,7 @@ def analysis_report(results: list, title: str = "emolia-bench — human agreemen
         ["subset", "annotators", "complete items", "annotations", "majority-positive rate", "mean pairwise κ (binary)",
          "Fleiss κ (binary)"],
         [(a.subset.name, len(a.summary["annotators"]), a.summary["items_complete"], a.summary["rows_deduplicated"],
-          _rate_of(a.summary, a.subset), a.summary["agreement"]["pairwise_binary_kappa"]["mean"],
+          a.summary[a.subset.positive_rate_key], a.summary["agreement"]["pairwise_binary_kappa"]["mean"],
           a.summary["agreement"]["fleiss_binary_kappa"]) for a in results],
     ))
     for a in results:

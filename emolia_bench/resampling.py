@@ -1,17 +1,36 @@
-"""Bootstrap resampling shared by the agreement ceiling and the model metrics.
+"""The bootstrap, once, for every interval in the package: the agreement ceiling (items), the
+model metrics per slice and the paired comparison of two runs (clips).
 
-Resampling is vectorised: each chunk of draws is a ``draws × units`` count matrix W (how often
-each unit was drawn), and any per-unit statistic that is a sum becomes ``W @ M``.
+Every statistic we resample is built from *grouped sums of counts*: rows ``(unit, group,
+values…)``, where a unit is what is resampled (an item, a clip), a group is what a figure is
+computed over (a rater pair, a slice) and the values are 0/1 counts (agreements, true
+positives…). One resample draws the units with replacement; a row counts as many times as its
+unit was drawn. :func:`bootstrap_group_sums` yields, for every resample, each value's sum by
+group; the caller turns those sums into its statistic (an accuracy, a balanced accuracy, a
+difference of two).
+
+Resampling is vectorised: a chunk of draws is a ``draws × units`` count matrix W (how often each
+unit was drawn), and the grouped sums are ``W @ table``. Units whose rows are identical (same
+groups, same counts) are interchangeable, so only how often each *kind* of unit was drawn
+matters: the table shrinks to one row per kind (a few thousand clips instead of every clip,
+eight kinds of complete item instead of eight thousand items). The resamples themselves — the
+random stream of :func:`bootstrap_weights` — are the same whatever is merged, and since every
+value is an integer count every sum is exact, so merging changes no result.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 import numpy as np
+import pandas as pd
 
 # Cells of one chunk of resamples (2 MB of float64): small enough to stay in cache while the
 # draws are counted; 1M cells made the benchmark's clip bootstrap 30 % slower here. Chunking
 # never changes a result: the draws are the same stream however it is cut.
 BUDGET = 1 << 18
+# A units × groups table up to this many cells is multiplied dense (one BLAS product per chunk).
+DENSE_CELLS = 4_000_000
 
 
 def bootstrap_weights(n: int, draws: int, seed: int, budget: int = BUDGET, unit_type: np.ndarray | None = None):
@@ -37,29 +56,20 @@ def bootstrap_weights(n: int, draws: int, seed: int, budget: int = BUDGET, unit_
         yield np.bincount(idx.ravel(), minlength=k * width).reshape(k, width).astype(np.float64)
 
 
-def bootstrap_sums(per_unit: list, draws: int, seed: int, budget: int = BUDGET):
-    """Yield, chunk by chunk, the column sums of each ``units × m`` matrix (dense or
-    scipy-sparse) in ``per_unit`` over every resample: ``W @ M`` for each chunk W of
-    :func:`bootstrap_weights`."""
-    n = per_unit[0].shape[0]
-    for w in bootstrap_weights(n, draws, seed, budget):
-        yield [np.asarray((m.T @ w.T).T) for m in per_unit]
-
-
-def group_summer(unit: np.ndarray, group: np.ndarray, values: list[np.ndarray], n_units: int, n_groups: int,
-                 dense_cells: int = 4_000_000):
+def group_summer(unit: np.ndarray, group: np.ndarray, values: Sequence[np.ndarray], n_units: int, n_groups: int,
+                 dense_cells: int = DENSE_CELLS) -> Callable[[np.ndarray], list[np.ndarray]]:
     """The function ``W -> [W-weighted sums by group of each array in values]`` for rows
-    ``(unit, group, value)`` and a ``chunk × n_units`` count matrix W: the sums of
-    ``value × (times the row's unit was drawn)`` by group, as :func:`bootstrap_sums` does for a
-    dense ``units × m`` matrix — with no sparse-matrix library (whose import alone costs 0.4 s).
+    ``(unit, group, value)`` and a ``chunk × n_units`` count matrix W: for each value array, a
+    ``chunk × n_groups`` array of Σ value × (times the row's unit was drawn).
 
     While the units × groups table is small (≤ ``dense_cells``) it is built dense and each chunk
-    is one BLAS product; beyond that (panels with very many rater pairs) each chunk gathers
-    the rows' weights and sums them by group, which costs chunk × rows however many groups.
+    is one BLAS product; beyond that each chunk gathers the rows' weights and sums them by group,
+    which costs chunk × rows however many groups.
     """
     vals = [np.asarray(v, dtype=np.float64) for v in values]
+    unit, group = np.asarray(unit, dtype=np.int64), np.asarray(group, dtype=np.int64)
     if n_units * n_groups <= dense_cells:
-        cells = unit.astype(np.int64) * n_groups + group
+        cells = unit * n_groups + group
         dense = [np.bincount(cells, weights=v, minlength=n_units * n_groups).reshape(n_units, n_groups)
                  for v in vals]
         return lambda w: [w @ m for m in dense]
@@ -81,21 +91,69 @@ def group_summer(unit: np.ndarray, group: np.ndarray, values: list[np.ndarray], 
     return gathered
 
 
-def bootstrap_statistics(n_units: int, statistics: list, draws: int, seed: int, budget: int = BUDGET
-                         ) -> list[np.ndarray]:
-    """Evaluate several statistics on the same resamples of ``n_units`` units: each is a
-    function ``W -> one value per resample`` (W a chunk of :func:`bootstrap_weights`); returns
-    each statistic's ``draws`` values. The resamples are those every other function here draws
-    with the same ``(n_units, draws, seed)``, so sharing them changes no result and halves the
-    cost of two statistics over the same units."""
-    out: list[list[np.ndarray]] = [[] for _ in statistics]
-    for w in bootstrap_weights(n_units, draws, seed, budget):
-        for acc, stat in zip(out, statistics, strict=True):
-            acc.append(stat(w))
-    return [np.concatenate(acc) if acc else np.empty(0) for acc in out]
+def interchangeable_units(unit: np.ndarray, group: np.ndarray, values: Sequence[np.ndarray], n_units: int,
+                          n_groups: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[np.ndarray]]:
+    """Merge units whose rows are identical.
+
+    Rows are first summed per (unit, group); two units are of one *type* when they have the same
+    groups with the same sums (units without rows form one type too). Returns ``(unit_type,
+    type_of_cell, group_of_cell, sums_of_cell)``: each unit's type (0..T-1, in order of first
+    appearance) and the summed rows of one representative unit per type, keyed by type. Exact:
+    rows are compared by their bytes (pandas hashes them and compares on collision).
+    """
+    k = len(values)
+    cells = np.asarray(unit, dtype=np.int64) * n_groups + np.asarray(group, dtype=np.int64)
+    uniq, inverse = np.unique(cells, return_inverse=True)  # sorted by (unit, group)
+    sums = [np.bincount(inverse, weights=np.asarray(v, dtype=np.float64), minlength=len(uniq)) for v in values]
+    cell_unit, cell_group = uniq // max(n_groups, 1), uniq % max(n_groups, 1)
+    per_unit = np.bincount(cell_unit, minlength=n_units)
+    width = int(per_unit.max(initial=0))
+    starts = np.concatenate([[0], np.cumsum(per_unit)[:-1]])
+    at = np.arange(len(uniq)) - starts[cell_unit]  # position of each cell among its unit's cells
+    # one row per unit: its number of cells, then each cell's group and sums (-1 pads)
+    entries = np.full((n_units, 1 + width * (1 + k)), -1.0)
+    entries[:, 0] = per_unit
+    entries[cell_unit, 1 + at] = cell_group
+    for j, s in enumerate(sums):
+        entries[cell_unit, 1 + width * (1 + j) + at] = s
+    keys = entries.view(np.dtype((np.void, entries.shape[1] * 8))).ravel().astype(object)
+    unit_type, kinds = pd.factorize(keys)
+    representative = np.empty(len(kinds), dtype=np.int64)
+    representative[unit_type[::-1]] = np.arange(n_units)[::-1]  # the first unit of each type
+    is_rep = np.zeros(n_units, dtype=bool)
+    is_rep[representative] = True
+    keep = is_rep[cell_unit]
+    return (unit_type.astype(np.int64), unit_type[cell_unit[keep]].astype(np.int64), cell_group[keep],
+            [s[keep] for s in sums])
+
+
+def bootstrap_group_sums(unit: np.ndarray, group: np.ndarray, values: Sequence[np.ndarray], n_units: int,
+                         n_groups: int, draws: int, seed: int, budget: int = BUDGET):
+    """Yield, chunk by chunk of resamples of the ``n_units`` units, the list of ``chunk ×
+    n_groups`` arrays Σ value × (times the row's unit was drawn) — one per array in ``values``.
+
+    ``values`` must be counts (integers): merging interchangeable units (see the module
+    docstring) is then exact. The resamples are those of ``bootstrap_weights(n_units, draws,
+    seed)``, so two calls with the same units, draws and seed see the same resamples.
+    """
+    unit_type, type_unit, type_group, type_values = interchangeable_units(unit, group, values, n_units, n_groups)
+    summer = group_summer(type_unit, type_group, type_values, int(unit_type.max(initial=-1)) + 1, n_groups)
+    for w in bootstrap_weights(n_units, draws, seed, budget, unit_type=unit_type):
+        yield summer(w)
+
+
+def bootstrap_statistic(unit: np.ndarray, group: np.ndarray, values: Sequence[np.ndarray], n_units: int,
+                        n_groups: int, statistic: Callable[[list[np.ndarray]], np.ndarray], draws: int, seed: int
+                        ) -> np.ndarray:
+    """``statistic`` (grouped sums of one chunk -> an array with one row per resample) over
+    every resample, concatenated: ``draws`` rows."""
+    chunks = [statistic(sums) for sums in bootstrap_group_sums(unit, group, values, n_units, n_groups, draws, seed)]
+    return np.concatenate(chunks) if chunks else np.empty(0)
 
 
 def percentile_interval(stats: np.ndarray) -> list[float] | None:
+    """The 95 % percentile interval of the finite values among ``stats`` (resamples where the
+    statistic is undefined are dropped); None when none is finite."""
     stats = stats[np.isfinite(stats)]
     if len(stats) == 0:
         return None

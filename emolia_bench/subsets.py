@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from .defaults import SUBSET_NAMES
+
 # Columns every annotations.csv has, whatever the subset.
 COMMON_ANNOTATION_COLUMNS = (
     "annotation_id",
@@ -95,7 +97,10 @@ class Subset:
     label_sort: tuple[str, ...]
     #: analysis slice tables, and how summary.json names rates and tables
     slice_tables: tuple[SliceTable, ...]
-    summary_rates: tuple[tuple[str, str], ...]
+    #: summary.json keys of the share of items with a positive majority, and of the share whose
+    #: majority matches the sampling prior (``prior_match_column``)
+    positive_rate_key: str
+    prior_match_rate_key: str
     summary_tables: tuple[tuple[str, str, str], ...]
     #: benchmark slices: the coarse "type" column and the fine "category" column
     type_slice: str
@@ -294,10 +299,8 @@ EMO = Subset(
             sort=(("majority_present_rate", True), ("items", False)),
         ),
     ),
-    summary_rates=(
-        ("majority_present_rate", "majority_present"),
-        ("preselection_confirm_rate", "matches_intended_label"),
-    ),
+    positive_rate_key="majority_present_rate",
+    prior_match_rate_key="preselection_confirm_rate",
     # (summary key, slice table file, which rows: all | first5 | last5)
     summary_tables=(
         ("task_types", "per_task_type_summary.csv", "all"),
@@ -370,10 +373,8 @@ DIM = Subset(
             sort=(),
         ),
     ),
-    summary_rates=(
-        ("majority_yes_rate", "majority_present"),
-        ("polarity_match_rate", "matches_intended_polarity"),
-    ),
+    positive_rate_key="majority_yes_rate",
+    prior_match_rate_key="polarity_match_rate",
     summary_tables=(
         ("dimensions", "per_dimension_summary.csv", "all"),
         ("polarities", "per_polarity_summary.csv", "all"),
@@ -388,6 +389,8 @@ DIM = Subset(
 )
 
 SUBSETS: dict[str, Subset] = {s.name: s for s in (EMO, DIM)}
+# the scripts offer defaults.SUBSET_NAMES without importing this module (fast --help)
+assert tuple(SUBSETS) == SUBSET_NAMES, "defaults.SUBSET_NAMES must name exactly the subsets described here"
 
 
 def resolve_subsets(names: list[str] | str) -> list[Subset]:

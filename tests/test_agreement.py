@@ -19,7 +19,8 @@ import pytest
 
 from emolia_bench import agreement as ag
 from emolia_bench import resampling
-from emolia_bench.resampling import bootstrap_sums, bootstrap_weights, group_summer
+from emolia_bench.metrics import balanced_accuracy_over_present_classes
+from emolia_bench.resampling import bootstrap_group_sums, bootstrap_weights, group_summer
 
 VOTES = {  # item -> {rater: vote}
     0: {0: 1, 1: 1, 2: 1},
@@ -147,19 +148,48 @@ def test_augmented_panel(votes):
 
 def test_bootstrap_intervals_bracket_the_estimate_and_are_seeded(votes):
     pairs = ag.co_rated_pairs(votes)
-    ci = ag.bootstrap_pairwise_accuracy(pairs, seed=1, draws=1000)
+    ci = ag.pairwise_accuracy_resampled(pairs).interval(seed=1, draws=1000)
     assert ci[0] <= 1.9 / 3 <= ci[1] and 0 <= ci[0] < ci[1] <= 1
-    assert ci == ag.bootstrap_pairwise_accuracy(pairs, seed=1, draws=1000)
-    loo = ag.bootstrap_loo_accuracy(votes, seed=1, draws=1000)
+    assert ci == ag.pairwise_accuracy_resampled(pairs).interval(seed=1, draws=1000)
+    loo = ag.loo_accuracy_resampled(votes).interval(seed=1, draws=1000)
     assert loo[0] <= 0.75 <= loo[1]
 
 
-def test_bootstrap_sums_equal_explicit_resampling():
-    # The count-matrix trick must give exactly the sums of an explicit resample with the same draws.
-    x = np.arange(10, dtype=float)[:, None]
-    (sums,) = next(bootstrap_sums([x], draws=5, seed=3))
-    idx = np.random.default_rng(3).integers(0, 10, size=(5, 10), dtype=np.int32)
-    assert np.allclose(sums[:, 0], x[idx, 0].sum(axis=1))
+def test_bootstrap_group_sums_equal_an_explicit_resample_of_the_units():
+    # Rows (unit, group, count): units 1 and 3 have identical rows (so they are merged into one
+    # type), unit 4 has two rows in one group, unit 5 has none. Whatever is merged, each resample's
+    # sums must be exactly those of drawing the units explicitly with the same generator.
+    unit = np.array([0, 1, 3, 2, 4, 4, 1, 3])
+    group = np.array([0, 1, 1, 2, 0, 0, 2, 2])
+    ones, hits = np.ones(8), np.array([1, 0, 0, 1, 1, 0, 1, 1], dtype=float)
+    n_units, draws = 6, 40
+    idx = np.random.default_rng(3).integers(0, n_units, size=(draws, n_units), dtype=np.int32)
+    times = np.stack([np.bincount(row, minlength=n_units) for row in idx])  # draws × units
+    want = [np.zeros((draws, 3)), np.zeros((draws, 3))]
+    for u, g, o, h in zip(unit, group, ones, hits, strict=True):
+        want[0][:, g] += o * times[:, u]
+        want[1][:, g] += h * times[:, u]
+    for budget in (n_units, 10**6):  # one resample per chunk, and a single chunk
+        chunks = list(bootstrap_group_sums(unit, group, [ones, hits], n_units, 3, draws, seed=3, budget=budget))
+        got = [np.concatenate([c[j] for c in chunks]) for j in range(2)]
+        assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1]), budget
+
+
+def test_interchangeable_units_merge_exactly_the_units_with_identical_rows():
+    from emolia_bench.resampling import interchangeable_units
+
+    unit = np.array([0, 1, 3, 2, 4, 4, 1, 3, 2])
+    group = np.array([0, 1, 1, 2, 0, 0, 2, 2, 1])
+    value = np.array([1, 0, 0, 1, 1, 0, 1, 1, 0], dtype=float)
+    unit_type, type_unit, type_group, (type_value,) = interchangeable_units(unit, group, [value], 6, 3)
+    # 1 and 3: rows (1, 0) and (2, 1) each -> one type; 2 has (1, 0), (2, 1) too -> the same type;
+    # 0 has (0, 1); 4 has (0, 1+0) after summing per group -> the same as 0; 5 has no row
+    assert unit_type[1] == unit_type[2] == unit_type[3]
+    assert unit_type[0] == unit_type[4]
+    assert len(set(unit_type.tolist())) == 3
+    # the representative rows, keyed by type, hold each type's summed cells once
+    rows = sorted(zip(type_unit.tolist(), type_group.tolist(), type_value.tolist(), strict=True))
+    assert rows == sorted([(unit_type[0], 0, 1.0), (unit_type[1], 1, 0.0), (unit_type[1], 2, 1.0)])
 
 
 def test_bootstrap_weights_do_not_depend_on_the_chunk_size():
@@ -196,7 +226,8 @@ def test_both_ceiling_intervals_share_one_set_of_resamples_when_their_items_coin
     # same seed draws the same resamples).
     full = votes_frame({i: {0: i % 2, 1: (i // 2) % 2, 2: 1} for i in range(30)})
     pairs = ag.co_rated_pairs(full)
-    alone = (ag.bootstrap_pairwise_accuracy(pairs, seed=4, draws=1000), ag.bootstrap_loo_accuracy(full, seed=4, draws=1000))
+    alone = (ag.pairwise_accuracy_resampled(pairs).interval(seed=4, draws=1000),
+             ag.loo_accuracy_resampled(full).interval(seed=4, draws=1000))
     drawn = []
     real = resampling.bootstrap_weights
     monkeypatch.setattr(resampling, "bootstrap_weights", lambda n, *a, **k: drawn.append(n) or real(n, *a, **k))
@@ -204,7 +235,8 @@ def test_both_ceiling_intervals_share_one_set_of_resamples_when_their_items_coin
     assert drawn == [30]
     # the fixture's panel has items rated by two only: two sets of units, two draws, same values
     pairs = ag.co_rated_pairs(votes)
-    alone = (ag.bootstrap_pairwise_accuracy(pairs, seed=1, draws=1000), ag.bootstrap_loo_accuracy(votes, seed=1, draws=1000))
+    alone = (ag.pairwise_accuracy_resampled(pairs).interval(seed=1, draws=1000),
+             ag.loo_accuracy_resampled(votes).interval(seed=1, draws=1000))
     drawn.clear()
     assert ag.ceiling_intervals(pairs, votes, seed=1, draws=1000) == alone
     assert len(drawn) == 2 and drawn[0] != drawn[1]
@@ -212,7 +244,7 @@ def test_both_ceiling_intervals_share_one_set_of_resamples_when_their_items_coin
 
 def test_bootstrap_constant_data_gives_a_point_interval():
     v = votes_frame({i: {0: 1, 1: 1, 2: 1} for i in range(20)})
-    assert ag.bootstrap_pairwise_accuracy(ag.co_rated_pairs(v), seed=0, draws=1000) == [1.0, 1.0]
+    assert ag.pairwise_accuracy_resampled(ag.co_rated_pairs(v)).interval(seed=0, draws=1000) == [1.0, 1.0]
 
 
 def test_pairwise_figures_equal_scikit_learn_on_random_panels():
@@ -251,8 +283,8 @@ def test_balanced_accuracy_has_scikit_learn_semantics(seed):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         want = balanced_accuracy_score(truth, pred)
-    assert ag.balanced_accuracy(truth, pred) == pytest.approx(want, abs=1e-12)
-    assert ag.balanced_accuracy(np.array([], int), np.array([], int)) is None
+    assert balanced_accuracy_over_present_classes(truth, pred) == pytest.approx(want, abs=1e-12)
+    assert balanced_accuracy_over_present_classes(np.array([], int), np.array([], int)) is None
 
 
 def test_statsmodels_is_imported_without_scipy_stats_and_scipy_stats_still_works():

@@ -6,7 +6,6 @@ its own process at a chosen step of the writer — after the k-th staged file is
 just before the k-th rename — so every phase of the write is hit on every run of the suite,
 without sleeping for a random fraction of a measured duration."""
 
-import os
 import shutil
 import subprocess
 import sys

@@ -16,7 +16,6 @@ import pytest
 from .conftest import WORKED, run_script, snapshot
 
 
-
 @dataclass
 class Case:
     id: str

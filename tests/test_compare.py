@@ -9,7 +9,6 @@ import pytest
 from .conftest import WORKED, run_script
 
 
-
 @pytest.fixture(scope="module")
 def project(tmp_path_factory):
     p = tmp_path_factory.mktemp("cmp")

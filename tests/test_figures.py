@@ -6,8 +6,13 @@ import io
 import numpy as np
 import pytest
 
-from emolia_bench.figures import best_threshold, roc_points, threshold_sweep
-from emolia_bench.metrics import binary_metrics, ranking_metrics
+from emolia_bench.metrics import (
+    best_threshold,
+    binary_metrics,
+    ranking_metrics,
+    roc_points,
+    threshold_sweep,
+)
 
 from .conftest import WORKED, run_script
 

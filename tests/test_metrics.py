@@ -5,13 +5,19 @@ import pandas as pd
 import pytest
 
 from emolia_bench.metrics import (
-    balanced_accuracy_interval,
     band,
     binary_metrics,
     check_binary,
     confusion,
     ranking_metrics,
+    slice_intervals,
 )
+
+
+def balanced_accuracy_interval(t, p, clips, **kwargs):
+    """The clip-bootstrap interval of one slice holding every row."""
+    t, p = np.asarray(t), np.asarray(p)
+    return slice_intervals(t, p, np.asarray(clips), [np.zeros(len(t), np.int64)], **kwargs)[0][0]
 
 # truth 1 1 1 1 0 0 0 ; pred 1 1 0 0 1 0 0
 #  tp=2 fn=2 fp=1 tn=2 -> accuracy 4/7, recall 1/2, specificity 2/3, BA 7/12,
@@ -153,7 +159,6 @@ def test_slice_intervals_equal_an_explicit_clip_resample():
     # how often its clip was drawn, and compute every slice's balanced accuracy draw by draw.
     # Single-row clips with equal rows share a "type" inside slice_intervals; that must not
     # change a number.
-    from emolia_bench.metrics import slice_intervals
     from emolia_bench.resampling import percentile_interval
 
     rng = np.random.default_rng(3)
@@ -174,14 +179,3 @@ def test_slice_intervals_equal_an_explicit_clip_resample():
             want = percentile_interval(ba) if tt.any() and (1 - tt).any() else None
             assert got[f][g] == pytest.approx(want, abs=1e-12), (f, g)
     assert sum(v is not None for v in got[1]) == 3  # every slice had both classes
-
-
-def test_identical_rows_groups_equal_rows_exactly():
-    from scipy import sparse
-
-    from emolia_bench.metrics import identical_rows
-
-    # rows 0 and 2 are equal, rows 1 and 4 (empty) are equal, row 3 is alone
-    m = sparse.csr_matrix(np.array([[1, 0, 2], [0, 0, 0], [1, 0, 2], [0, 3, 0], [0, 0, 0]], float))
-    row_type, representative = identical_rows(m)
-    assert list(row_type) == [0, 1, 0, 2, 1] and list(representative) == [0, 1, 3]
