@@ -37,14 +37,8 @@ def main() -> int:
 
     # Heavy imports after argument parsing, so --help is instant.
     from emolia_bench.analysis import analyze_subset
-    from emolia_bench.io import (
-        csv_bytes,
-        json_bytes,
-        load_annotations,
-        load_flags,
-        load_users,
-        write_outputs,
-    )
+    from emolia_bench.io import load_annotations, load_flags, load_users
+    from emolia_bench.outputs import csv_bytes, json_bytes, write_outputs
     from emolia_bench.reports import analysis_report, subset_section
     from emolia_bench.subsets import subsets_to_run
 

@@ -29,7 +29,7 @@ def main() -> int:
     args = parser.parse_args()
 
     from emolia_bench.anonymize import MAP_FILE, anonymize_subset
-    from emolia_bench.io import csv_bytes, write_outputs
+    from emolia_bench.outputs import csv_bytes, write_outputs
     from emolia_bench.subsets import subsets_to_run
 
     # Compute every subset first: a failure in any of them leaves all outputs and maps untouched.

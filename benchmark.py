@@ -81,7 +81,7 @@ def main() -> int:
         p.error("--workers must be >= 1, --timeout > 0 and --limit >= 0")
 
     from emolia_bench.evaluation import evaluate, load_human_numbers, predictions_frame
-    from emolia_bench.io import csv_bytes, json_bytes, write_outputs
+    from emolia_bench.outputs import csv_bytes, json_bytes, write_outputs
     from emolia_bench.reports import benchmark_report
     from emolia_bench.scorers import get_scorer, progress_bar
     from emolia_bench.selection import Filters, apply_filters, build_rows, load_labels
@@ -149,15 +149,8 @@ def main() -> int:
         print(f"{r.subset.name}: {s['rows_evaluated_ok']}/{s['rows_total']} rows scored ({s['mode']}, {s['filter_mode']}); "
               f"balanced accuracy {ba}{ci_text} ({o['band']}); missing audio {s['missing_audio']}, "
               f"errors {s['evaluation_errors']} -> {args.output_dir / r.subset.name}")
-    if scorer.mode == "clap":
-        st = scorer.stats
-        print(f"clap: {st['clips_embedded']} clips and {st['texts_embedded']} prompts embedded, {st['cache_hits']} clips "
-              f"from the embedding cache ({getattr(scorer, 'cache_path', args.cache_dir)})")
-    elif hasattr(scorer, "stats"):
-        st = scorer.stats
-        rate = st["rows"] / st["seconds"] if st["seconds"] else 0.0
-        print(f"endpoint: {st['rows']} rows in {st['seconds']:.2f} s ({rate:,.0f} rows/s); {st['requests']} requests, "
-              f"{st['retries']} retries, {st['cache_hits']} answered from the cache ({getattr(scorer, 'cache_path', args.cache_dir)})")
+    if (line := scorer.summary_line()) is not None:
+        print(line)
     if failed:
         print(f"{failed} row(s) could not be scored; re-run the same command to retry only those", file=sys.stderr)
         return EXIT_PARTIAL

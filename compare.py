@@ -36,7 +36,7 @@ def main() -> int:
         p.error("--names needs one distinct name per run")
 
     from emolia_bench.compare import compare
-    from emolia_bench.io import csv_bytes, json_bytes, write_outputs
+    from emolia_bench.outputs import csv_bytes, json_bytes, write_outputs
     from emolia_bench.reports import comparison_report
 
     board, pairs = compare(args.runs, names, args.seed, args.bootstrap_draws)

@@ -1,15 +1,32 @@
 """emolia-bench: human-agreement analysis and model scoring for emotional-speech benchmarks.
 
-The package is plain functions over DataFrames, organised by concept:
+The top-level scripts are the stages (anonymize.py, analysis.py, benchmark.py, compare.py, the
+two servers); the logic lives here, as plain functions over DataFrames, one module per concept:
 
-- ``subsets``   the two subsets described once, as data
-- ``io``        loaders that validate at the boundary, atomic writers, strict JSON
-- ``anonymize`` username replacement with a stable map
-- ``labels``    cleaning, majority vote, benchmark labels and slice tables
-- ``agreement`` inter-rater agreement and the human upper bound
-- ``metrics``   classification metrics of a model against the labels
-- ``scorers``   the registry of model backends (sham, endpoint, ...)
-- ``reports``   markdown reports
+- ``defaults``      subset names, seeds and draw counts, importable without numpy (fast --help)
+- ``errors``        InputError: bad input, reported as one line naming file, row and column
+- ``cli``           the one place where errors become exit codes
+- ``subsets``       the two subsets described once, as data
+- ``io``            loaders that validate every input at the boundary
+- ``outputs``       strict JSON, CSV bytes as pandas writes them, atomic sets of output files
+- ``anonymize``     username replacement with a stable map
+- ``labels``        cleaning, majority vote, benchmark labels and slice tables
+- ``agreement``     inter-rater agreement and the human upper bound
+- ``resampling``    the bootstrap: grouped sums of counts over resampled units (items, clips)
+- ``metrics``       classification and ranking metrics, slice tables with clip intervals, curves
+- ``analysis``      one subset's analysis: labels, agreement, summary.json
+- ``selection``     which labelled items a benchmark run scores, their prompts, clips and clip ids
+- ``scorers``       the model backends: the Scorer interface, a registry, sham / endpoint / clap
+- ``cache``         the on-disk response and embedding caches (append-only JSONL)
+- ``evaluation``    scored rows -> predictions, metric tables and the benchmark summary.json
+- ``compare``       runs side by side: leaderboard and clip-paired tests
+- ``reports``       the Markdown reports
+- ``figures``       the PNG figures (matplotlib, imported only when drawing)
+- ``paths``         clip paths sent by clients, resolved inside the dataset root or refused
+- ``sham_server``   the stand-in similarity endpoint (standard library only)
+- ``clap_server``   a real CLAP model behind the same endpoint contract (FastAPI)
+- ``lazy_imports``  modules our dependencies import but we never use, bound lazily (start-up time)
+- ``tiny_clap``     a tiny randomly initialised CLAP for the tests and the demo
 """
 
 __version__ = "0.1.0"

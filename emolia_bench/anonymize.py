@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from .io import InputError, csv_bytes, load_annotations, load_flags, load_users, read_csv_strings
+from .io import InputError, load_annotations, load_flags, load_users, read_csv_strings
+from .outputs import csv_bytes
 from .subsets import Subset
 
 MAP_FILE = "_anon_map.csv"

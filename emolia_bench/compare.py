@@ -26,6 +26,7 @@ from .errors import InputError
 from .io import read_csv_strings
 from .metrics import balanced_accuracy_from_sums, binary_metrics, confusion_counts
 from .resampling import bootstrap_statistic, percentile_interval
+from .selection import clip_ids
 from .subsets import SUBSETS, Subset
 
 
@@ -54,8 +55,7 @@ def load_run(folder: Path, name: str, subset: Subset) -> Run | None:
     out["majority_present"] = df["majority_present"].astype(int)
     out["ok"] = df["ok"] == "True"
     out["pred_present"] = pd.to_numeric(df["pred_present"].replace("", np.nan)).fillna(0).astype(int)
-    # the clip: its path, or the item's file when the clip was missing
-    out["clip"] = df["audio_path"].where(df["audio_path"] != "", df["file_name"])
+    out["clip"] = clip_ids(df["audio_path"], subset.sham_stem(df))
     return Run(name, Path(folder), subset, summary, out)
 
 

@@ -1,9 +1,8 @@
-"""Reading and writing at the boundary.
+"""Reading at the boundary: loaders that validate every input a later stage relies on.
 
-Loaders validate everything a later stage relies on and raise :class:`InputError` naming the
-file, the row and the column; the CLI turns that into one line on stderr and exit code 2.
-Every value is read as a string (``level`` stays ``"3"``, never ``3``). Writers are atomic: a
-temporary file in the destination folder, fsync, then rename.
+A loader raises :class:`InputError` naming the file, the row and the column; the CLI turns that
+into one line on stderr and exit code 2. Every value is read as a string (``level`` stays
+``"3"``, never ``3``). Writing is :mod:`emolia_bench.outputs`.
 """
 
 from __future__ import annotations
@@ -13,11 +12,8 @@ import csv
 import difflib
 import io
 import json
-import math
-import os
 import re
-import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -245,185 +241,3 @@ def load_rubric(path: Path) -> dict | None:
     if not isinstance(data, dict):
         raise InputError(path, "expected a JSON object keyed by dimension code")
     return data
-
-
-# ---------------------------------------------------------------------------------------------
-# JSON and atomic writes
-
-
-def to_jsonable(obj):
-    """numpy/pandas scalars -> Python; NaN/inf -> None (strict JSON)."""
-    if isinstance(obj, Mapping):
-        return {str(k): to_jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [to_jsonable(v) for v in obj]
-    if isinstance(obj, (bool, np.bool_)):
-        return bool(obj)
-    if isinstance(obj, (int, np.integer)):
-        return int(obj)
-    if isinstance(obj, (float, np.floating)):
-        f = float(obj)
-        return f if math.isfinite(f) else None
-    if obj is None or obj is pd.NA or obj is pd.NaT:
-        return None
-    return obj
-
-
-def json_bytes(obj) -> bytes:
-    return (json.dumps(to_jsonable(obj), indent=2, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
-
-
-def csv_bytes(df: pd.DataFrame) -> bytes:
-    """``df.to_csv(index=False, lineterminator="\\n")`` as UTF-8 bytes, byte for byte.
-
-    pandas' writer formats every cell through a Cython loop around ``csv.writer``; for the
-    frames we write (numbers, booleans and plain strings) the same text is built 2–3× faster
-    column by column (:func:`_csv_cells`) and joined once. Anything else — a one-column frame
-    (where csv quotes an empty row), duplicate column names, dates, categoricals, nullable or
-    mixed-object columns — goes through pandas itself. Tests compare the two on random frames.
-    """
-    text = _csv_text(df)
-    if text is None:
-        text = df.to_csv(index=False, lineterminator="\n")
-    return text.encode("utf-8")
-
-
-_CSV_SPECIAL = (",", '"', "\n", "\r")  # a field with one of these may need quoting
-
-
-def _csv_quoted(value: str) -> str:
-    """One field as ``csv.writer`` (pandas' dialect: QUOTE_MINIMAL, '"', '\\n') writes it."""
-    if "\r" not in value:
-        # the field holds the delimiter, the quote character or the line end: csv quotes it
-        # and doubles the quote characters
-        return '"' + value.replace('"', '""') + '"'
-    buf = io.StringIO()  # a carriage return: let csv decide, as its rule for it varies by version
-    csv.writer(buf, lineterminator="\n").writerow([value, ""])
-    return buf.getvalue()[:-2]  # drop the empty second field's "," and the line end
-
-
-def _csv_strings(values: list) -> list[str] | None:
-    """Plain strings as csv fields, or None when a value is not a ``str``."""
-    try:
-        joined = "".join(values)  # one C pass; raises on a non-string
-    except TypeError:
-        return None
-    if any(ch in joined for ch in _CSV_SPECIAL):
-        return [_csv_quoted(v) if any(ch in v for ch in _CSV_SPECIAL) else v for v in values]
-    return values
-
-
-def _csv_kind(dtype) -> str | None:
-    """How :func:`_csv_cells` writes a column of this dtype; None leaves the frame to pandas."""
-    if isinstance(dtype, np.dtype):
-        return {"f": "float", "b": "bool", "i": "int", "u": "int", "O": "text"}.get(dtype.kind)
-    if isinstance(dtype, pd.StringDtype):
-        return "text"
-    if dtype.name in ("boolean", "Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32", "UInt64"):
-        return "nullable"  # pandas' masked integers and booleans
-    return None
-
-
-def _csv_cells(column: pd.Series, kind: str) -> list[str] | None:
-    """One column's fields as pandas writes them, or None if a text column holds a non-string.
-
-    The conversions are pandas' own (``get_values_for_csv``): float64 → numpy's ``astype(str)``
-    with NaN as ""; integers and booleans → ``str()`` of each value; nullable integers and
-    booleans likewise with <NA> as ""; strings as they are with missing values as "".
-    """
-    if kind == "float":
-        arr = column.to_numpy()
-        cells = arr.astype(str)
-        nan = np.isnan(arr)
-        if nan.any():
-            cells = cells.astype(object)
-            cells[nan] = ""
-        return cells.tolist()
-    if kind == "bool":
-        return ["True" if v else "False" for v in column.to_numpy().tolist()]
-    if kind == "int":
-        return list(map(str, column.to_numpy().tolist()))
-    if kind == "nullable":
-        return [str(v) for v in column.to_numpy(dtype=object, na_value="").tolist()]
-    arr = column.to_numpy(dtype=object)
-    missing = pd.isna(arr)
-    if missing.any():
-        arr = arr.copy()
-        arr[missing] = ""
-    return _csv_strings(arr.tolist())
-
-
-def _csv_text(df: pd.DataFrame) -> str | None:
-    if df.shape[1] < 2 or not df.columns.is_unique:
-        return None
-    kinds = [_csv_kind(dtype) for dtype in df.dtypes]
-    header = _csv_strings([str(c) for c in df.columns])
-    if header is None or None in kinds:
-        return None
-    cells = []
-    for i, kind in enumerate(kinds):
-        column = _csv_cells(df.iloc[:, i], kind)
-        if column is None:
-            return None
-        cells.append(column)
-    return "\n".join([",".join(header), *map(",".join, zip(*cells, strict=True))]) + "\n"
-
-
-def _stage(target: Path, data: bytes) -> str:
-    """Write ``data`` to a fsynced temporary file beside ``target``; return its path."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-    except BaseException:
-        _discard(tmp)
-        raise
-    return tmp
-
-
-def _discard(tmp: str) -> None:
-    try:
-        os.unlink(tmp)
-    except FileNotFoundError:
-        pass
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so that ``path`` is always either the old or the new file."""
-    write_outputs(Path(path).parent, {Path(path).name: data})
-
-
-def write_outputs(root: Path, files: Mapping[str, bytes]) -> None:
-    """Write a set of outputs computed in full beforehand: all or nothing, as far as a file
-    system allows.
-
-    Nothing is written until every output exists in memory. Then every file is written to a
-    temporary file beside its target and fsynced; only when all of them are on disk are they
-    renamed into place, so a failure while writing (an unwritable or full output folder) leaves
-    every previous output untouched and is reported as bad input naming the path. Temporary
-    files that a killed earlier run left next to these outputs are removed first.
-    """
-    staged: list[tuple[str, Path]] = []
-    try:
-        for rel, data in files.items():
-            target = Path(root) / rel
-            try:
-                target.parent.mkdir(parents=True, exist_ok=True)
-                for stale in target.parent.glob(f".{glob_escape(target.name)}.*.tmp"):
-                    stale.unlink(missing_ok=True)
-                staged.append((_stage(target, data), target))
-            except OSError as e:
-                raise InputError(target, f"cannot write output ({e.strerror or type(e).__name__}); "
-                                         "expected a writable output folder with free space") from None
-        for tmp, target in staged:
-            os.replace(tmp, target)
-        staged = []
-    finally:
-        for tmp, _ in staged:
-            _discard(tmp)
-
-
-def glob_escape(name: str) -> str:
-    return re.sub(r"([*?\[])", r"[\1]", name)

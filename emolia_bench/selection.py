@@ -89,6 +89,14 @@ def build_rows(kept: pd.DataFrame, subset: Subset, dataset_root: Path) -> pd.Dat
     rows["prompt"] = subset.prompt(rows, rubric) if len(rows) else pd.Series(dtype=object)
     rows["audio_path"] = subset.audio_paths(rows, Path(dataset_root)) if len(rows) else pd.Series(dtype=object)
     rows["item_stem"] = subset.sham_stem(rows) if len(rows) else pd.Series(dtype=object)
-    # a clip is its file; when missing, its expected identity (stem) keeps rows of one clip together
-    rows["clip"] = rows["audio_path"].where(rows["audio_path"].notna(), rows["item_stem"]) if len(rows) else rows["item_stem"]
+    rows["clip"] = clip_ids(rows["audio_path"], rows["item_stem"])
     return rows
+
+
+def clip_ids(audio_path: pd.Series, item_stem: pd.Series) -> pd.Series:
+    """The clip each row belongs to — the unit every bootstrap over a model's rows resamples,
+    so that all rows of one clip enter or leave a resample together: the clip's file when it
+    was found (``audio_path``; missing as None, NaN or ""), else the item's stem, which names
+    the clip the item expects."""
+    found = audio_path.notna() & (audio_path.astype(object) != "")
+    return audio_path.where(found, item_stem)

@@ -30,7 +30,7 @@ import pandas as pd
 import soundfile as sf
 
 from emolia_bench.anonymize import MAP_FILE, anonymize_subset
-from emolia_bench.io import csv_bytes, write_outputs
+from emolia_bench.outputs import csv_bytes, write_outputs
 from emolia_bench.subsets import DIM, EMO
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -7,17 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from emolia_bench.io import (
-    InputError,
-    _csv_text,
-    csv_bytes,
-    json_bytes,
-    load_annotations,
-    load_flags,
-    load_users,
-    write_atomic,
-    write_outputs,
-)
+from emolia_bench.io import InputError, load_annotations, load_flags, load_users
+from emolia_bench.outputs import _csv_text, csv_bytes, json_bytes, write_outputs
 from emolia_bench.subsets import DIM, EMO
 
 from .conftest import DIM_HEADER, EMO_HEADER, USERS_HEADER, WORKED, user_row
@@ -163,10 +154,10 @@ def test_strict_json_never_nan():
     assert '"a": null' in out
 
 
-def test_write_atomic_replaces_and_leaves_no_temp(tmp_path):
+def test_write_outputs_replaces_and_leaves_no_temp(tmp_path):
     target = tmp_path / "sub" / "out.txt"
-    write_atomic(target, b"one")
-    write_atomic(target, b"two")
+    write_outputs(tmp_path, {"sub/out.txt": b"one"})
+    write_outputs(tmp_path, {"sub/out.txt": b"two"})
     assert target.read_bytes() == b"two"
     assert [p.name for p in target.parent.iterdir()] == ["out.txt"]
 

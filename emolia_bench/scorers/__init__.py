@@ -1,10 +1,11 @@
-"""The registry of model backends.
+"""The model backends: one small interface, a registry, one module per backend.
 
-Each backend is one module exposing a class with ``mode`` (written to summary.json),
-``endpoint`` and ``score(rows, dataset_root, progress) -> ScoreResult``, and optionally
-``instant = True`` when it scores a whole subset in milliseconds (no progress bar then).
-Backends are imported only when chosen, so optional dependencies (HTTP, torch...) cost nothing
-until used.
+Every backend subclasses :class:`Scorer` and says what benchmark.py needs to know without
+asking which backend it is: ``mode`` (written to summary.json), ``endpoint`` (the URL or URLs
+scored, or None), ``shows_progress`` (False for a backend that scores a whole subset in
+milliseconds: no bar then), ``score(rows, dataset_root, progress) -> ScoreResult`` and
+``summary_line()`` (one line about the work done, or None). Backends are imported only when
+chosen, so optional dependencies (HTTP, torch...) cost nothing until used.
 """
 
 from __future__ import annotations
@@ -33,17 +34,35 @@ class ScoreResult:
     error: list[str | None]
 
 
-def get_scorer(name: str, **options):
+class Scorer:
+    """The interface every backend implements (the defaults suit a backend that shows progress
+    and has nothing to report beyond its scores)."""
+
+    mode: str = ""
+    endpoint: str | list[str] | None = None
+    shows_progress: bool = True
+
+    def score(self, rows, dataset_root, progress=None) -> ScoreResult:
+        """One similarity per row of ``rows`` (``prompt``, ``audio_path`` relative to
+        ``dataset_root``, ``item_stem``); ``progress.update(k)`` as rows finish."""
+        raise NotImplementedError
+
+    def summary_line(self) -> str | None:
+        """One line about the work this scorer did (requests, cache hits…), printed after the run."""
+        return None
+
+
+def get_scorer(name: str, **options) -> Scorer:
     if name not in REGISTRY:
         raise ValueError(f"unknown scorer {name!r}; expected one of {', '.join(REGISTRY)}")
     module, cls = REGISTRY[name]
     return getattr(importlib.import_module(module), cls)(**options)
 
 
-def progress_bar(scorer, total: int, desc: str):
+def progress_bar(scorer: Scorer, total: int, desc: str):
     """A tqdm bar (rows, rate; scorers add the error count) for a scorer that takes a while; for
     an instant one, no bar and no tqdm import (~0.08 s, a twentieth of a sham run)."""
-    if getattr(scorer, "instant", False):
+    if not scorer.shows_progress:
         return contextlib.nullcontext()
     from tqdm import tqdm
 

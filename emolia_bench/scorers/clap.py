@@ -33,7 +33,7 @@ import os
 from fractions import Fraction
 from pathlib import Path
 
-from . import ScoreResult
+from . import Scorer, ScoreResult
 
 INSTALL_HINT = ("the in-process CLAP backend needs the 'clap' extra and PyTorch: "
                 "uv sync --extra clap, then install a torch build for your machine (pip install torch)")
@@ -211,9 +211,8 @@ def load_embedder(model: str, backend: str = "auto", device: str = "auto", dtype
                                          f"({type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''})") from None
 
 
-class ClapScorer:
+class ClapScorer(Scorer):
     mode = "clap"
-    endpoint = None
 
     def __init__(self, model: str, device: str = "auto", dtype: str = "float32", audio_batch_size: int = 8,
                  text_batch_size: int = 64, max_seconds: float = 10.0, cache_dir: Path | None = None,
@@ -224,6 +223,12 @@ class ClapScorer:
         self.max_seconds, self.cache_dir, self.fresh = max_seconds, cache_dir, fresh
         self.embedder = None
         self.stats = {"texts_embedded": 0, "clips_embedded": 0, "cache_hits": 0}
+        self.cache_path: Path | None = None  # the embedding cache file, once a run has opened it
+
+    def summary_line(self) -> str:
+        st = self.stats
+        return (f"clap: {st['clips_embedded']} clips and {st['texts_embedded']} prompts embedded, {st['cache_hits']} "
+                f"clips from the embedding cache ({self.cache_path})")
 
     def _embedder(self):
         if self.embedder is None:

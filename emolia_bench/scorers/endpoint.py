@@ -36,7 +36,7 @@ import pandas as pd
 
 from ..cache import ResponseCache, cache_key
 from ..io import InputError
-from . import ScoreResult
+from . import Scorer, ScoreResult
 
 RESPONSE_KEYS = ("similarity", "score", "logit")
 JSON_HEADERS = {"Content-Type": "application/json"}
@@ -136,7 +136,7 @@ def payload_body(text: str, audio_path: str, item_stem: str, b64: bytes | None) 
     return b"".join((head[:-1], b', "audio_base64": "', b64, b'"}'))
 
 
-class EndpointScorer:
+class EndpointScorer(Scorer):
     mode = "remote"
 
     def __init__(self, endpoints: list[str], timeout: float = 60.0, workers: int = 16, max_retries: int = 4,
@@ -151,7 +151,24 @@ class EndpointScorer:
         self.timeout, self.workers, self.max_retries = timeout, max(1, workers), max(0, max_retries)
         self.cache_dir, self.fresh, self.send_audio = cache_dir, fresh, send_audio
         self.backoff_base, self.backoff_cap, self.retry_budget = backoff_base, backoff_cap, retry_budget
+        # counters of the work done, updated by the worker threads under the lock
         self.stats = {"requests": 0, "retries": 0, "cache_hits": 0, "seconds": 0.0, "rows": 0}
+        self._stats_lock = threading.Lock()
+        # set when a run starts: the cache file, each replica's proxies (read from the
+        # environment once), and how many requests each replica was sent
+        self.cache_path: Path | None = None
+        self.proxies: list[dict] = []
+        self.replica_requests: dict[str, int] = {}
+
+    def _count(self, name: str, amount: float = 1) -> None:
+        with self._stats_lock:
+            self.stats[name] += amount
+
+    def summary_line(self) -> str:
+        st = self.stats
+        rate = st["rows"] / st["seconds"] if st["seconds"] else 0.0
+        return (f"endpoint: {st['rows']} rows in {st['seconds']:.2f} s ({rate:,.0f} rows/s); {st['requests']} requests, "
+                f"{st['retries']} retries, {st['cache_hits']} answered from the cache ({self.cache_path})")
 
     # -- one request ------------------------------------------------------------------------
 
@@ -167,7 +184,7 @@ class EndpointScorer:
                 request.body = task.body
                 request.headers["Content-Length"] = str(len(task.body))
                 resp = session.send(request, timeout=self.timeout, proxies=self.proxies[i])
-                self.stats["requests"] += 1
+                self._count("requests")
                 if resp.status_code == 429 or resp.status_code >= 500:
                     last = f"HTTP {resp.status_code}"
                     wait = retry_after_seconds(resp.headers.get("Retry-After"))
@@ -197,7 +214,7 @@ class EndpointScorer:
                     last += " (run-wide retry budget exhausted)"
                     break
                 budget[0] -= 1
-            self.stats["retries"] += 1
+            self._count("retries")
             backoff = random.uniform(0, min(self.backoff_cap, self.backoff_base * 2**attempt))
             time.sleep(min(max(backoff, wait or 0.0), 60.0))
         attempts = attempt + 1
@@ -277,7 +294,7 @@ class EndpointScorer:
                 key = cache_key(self.model_tag, sha, prompts[row], stems[row])
                 hit = cache.get(key)
                 if hit is not None:
-                    self.stats["cache_hits"] += 1
+                    self._count("cache_hits")
                     done(row, hit, None)
                     continue
                 body = payload_body(prompts[row], current_path, stems[row], b64)
@@ -288,8 +305,8 @@ class EndpointScorer:
             for t in threads:
                 t.join()
             cache.close()
-            self.stats["seconds"] += time.perf_counter() - started
-            self.stats["rows"] += n
+            self._count("seconds", time.perf_counter() - started)
+            self._count("rows", n)
         self.replica_requests = dict(zip(self.urls, pool.sent, strict=True))
         return ScoreResult(similarity=sims, error=errors)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 
-from . import ScoreResult
+from . import Scorer, ScoreResult
 
 SALT = b"clap-sham-v1"
 
@@ -20,10 +20,9 @@ def sham_similarity(stem: str, prompt: str) -> float:
     return 2 * u / 2**64 - 1  # exact integer arithmetic, one rounding in the division
 
 
-class ShamScorer:
+class ShamScorer(Scorer):
     mode = "sham_hash"
-    endpoint = None
-    instant = True  # ~20,000 rows in 0.04 s: a progress bar would only cost its import
+    shows_progress = False  # ~20,000 rows in 0.04 s: a progress bar would only cost its import
 
     def score(self, rows, dataset_root, progress=None) -> ScoreResult:
         import numpy as np
