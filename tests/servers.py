@@ -68,16 +68,25 @@ class ScriptedHandler(BaseHTTPRequestHandler):
 
 
 @contextmanager
-def scripted_server(fault=None, latency: float = 0.0, stall: float = 2.0):
-    server = ThreadingHTTPServer(("127.0.0.1", 0), ScriptedHandler)
+def serving(handler, **attributes):
+    """A threading HTTP server with ``handler`` on 127.0.0.1 and a free port, the given attributes
+    set on it (the handler reads them as ``self.server.<name>``); yields it, stops it after."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
-    server.fault, server.latency, server.stall = fault, latency, stall
-    server.lock, server.payloads, server.attempts = threading.Lock(), [], {}
+    for name, value in attributes.items():
+        setattr(server, name, value)
     thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
-        yield server, f"http://127.0.0.1:{server.server_address[1]}/v1/similarity"
+        yield server
     finally:
         server.shutdown()
         server.server_close()
         thread.join(5)
+
+
+@contextmanager
+def scripted_server(fault=None, latency: float = 0.0, stall: float = 2.0):
+    with serving(ScriptedHandler, fault=fault, latency=latency, stall=stall, lock=threading.Lock(),
+                 payloads=[], attempts={}) as server:
+        yield server, f"http://127.0.0.1:{server.server_address[1]}/v1/similarity"

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
 from .conftest import REAL, needs, run_script, snapshot
+from .servers import serving
 
 FETCH = "scripts/fetch_upstream.py"
 
@@ -73,17 +73,8 @@ class TreeHandler(BaseHTTPRequestHandler):
 
 @contextmanager
 def tree_server(tree: dict[str, bytes], drop=()):
-    server = ThreadingHTTPServer(("127.0.0.1", 0), TreeHandler)
-    server.daemon_threads = True
-    server.tree, server.drop, server.requested = tree, set(drop), []
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
+    with serving(TreeHandler, tree=tree, drop=set(drop), requested=[]) as server:
         yield server, f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
 
 
 def fetch(url, out, *extra):
