@@ -19,40 +19,101 @@ LANDIS_KOCH = (
 )
 
 
-def fmt(x, digits: int = 3) -> str:
-    """3 decimals for fractions, plain integers for counts, ``n/a`` for undefined."""
-    if x is None or (isinstance(x, float) and not np.isfinite(x)):
+# ---------------------------------------------------------------------------------------------
+# cells: formatted by what their column holds, never guessed from the value
+#
+# Every table declares its columns as (title, kind). A count is printed as an integer whatever
+# its type (upstream stores counts as floats, ``"n": 8.0``); a fraction with 3 decimals, even
+# when it is exactly 1.0 or 2.0; a signed statistic (κ, α, a difference) with its sign; a
+# threshold with 4 decimals; undefined values as n/a.
+
+COUNT, FRACTION, SIGNED, THRESHOLD, P_VALUE, INTERVAL, TEXT = (
+    "count", "fraction", "signed", "threshold", "p_value", "interval", "text")
+
+
+def _undefined(x) -> bool:
+    return x is None or x is pd.NA or (isinstance(x, (float, np.floating)) and not np.isfinite(x))
+
+
+def count(x) -> str:
+    """An integer with thousands separators (3.0 -> ``3``)."""
+    return "n/a" if _undefined(x) else f"{int(round(float(x))):,}"
+
+
+def fraction(x) -> str:
+    return "n/a" if _undefined(x) else f"{float(x):.3f}"
+
+
+def signed(x) -> str:
+    return "n/a" if _undefined(x) else f"{float(x):+.3f}"
+
+
+def threshold(x) -> str:
+    return "n/a" if _undefined(x) else f"{float(x):.4f}"
+
+
+def p_value(x) -> str:
+    if _undefined(x):
+        return "n/a"
+    return "< 0.001" if x < 0.001 else f"{float(x):.3f}"
+
+
+def interval(ci, fmt=fraction) -> str:
+    """``[low, high]`` of a two-value interval (each end as ``fmt`` prints it); n/a when absent."""
+    return "n/a" if not ci or _undefined(ci[0]) else f"[{fmt(ci[0])}, {fmt(ci[1])}]"
+
+
+def text(x) -> str:
+    if _undefined(x):
         return "n/a"
     if isinstance(x, (bool, np.bool_)):
         return "yes" if x else "no"
-    if isinstance(x, (int, np.integer)):
-        return f"{int(x):,}"
-    if isinstance(x, (float, np.floating)):
-        if float(x).is_integer() and abs(x) >= 2:
-            return f"{int(x):,}"
-        return f"{float(x):.{digits}f}"
-    return str(x)
+    return str(x).replace("|", "\\|")
 
 
-def fmt_ci(ci) -> str:
-    return "n/a" if not ci else f"[{fmt(ci[0])}, {fmt(ci[1])}]"
+FORMATS = {COUNT: count, FRACTION: fraction, SIGNED: signed, THRESHOLD: threshold, P_VALUE: p_value,
+           INTERVAL: interval, TEXT: text}
+
+
+def cell(value, kind: str) -> str:
+    return FORMATS[kind](value)
 
 
 def pct(x) -> str:
-    return "n/a" if x is None else f"{100 * x:.1f} %"
+    return "n/a" if _undefined(x) else f"{100 * x:.1f} %"
 
 
-def md_table(header: Sequence[str], rows: Iterable[Sequence]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+def md_table(columns: Sequence[tuple[str, str]], rows: Iterable[Sequence]) -> str:
+    """A Markdown table; ``columns`` are ``(title, kind)`` and each cell is formatted by its
+    column's kind (:data:`FORMATS`)."""
+    formats = [FORMATS[kind] for _, kind in columns]
+    lines = ["| " + " | ".join(title for title, _ in columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
     for r in rows:
-        lines.append("| " + " | ".join(fmt(v) if not isinstance(v, str) else v.replace("|", "\\|") for v in r) + " |")
+        cells = list(r)
+        if len(cells) != len(formats):
+            raise ValueError(f"a row of {len(cells)} cells in a table of {len(formats)} columns")
+        lines.append("| " + " | ".join(f(v) for f, v in zip(formats, cells, strict=True)) + " |")
     return "\n".join(lines) + "\n"
 
 
-def df_table(df: pd.DataFrame) -> str:
+def df_table(df: pd.DataFrame, kinds: dict[str, str]) -> str:
+    """``df`` as a Markdown table; ``kinds`` names the kind of every column."""
     if len(df) == 0:
         return "_(none)_\n"
-    return md_table(list(df.columns), df.itertuples(index=False, name=None))
+    return md_table([(c, kinds[c]) for c in df.columns], df.itertuples(index=False, name=None))
+
+
+def slice_table_kinds(table) -> dict[str, str]:
+    """Column kinds of an analysis slice table (:class:`subsets.SliceTable`), from how each
+    column is aggregated: item counts, rates (means of 0/1), carried values."""
+    by_aggregation = {"count": COUNT, "mean": FRACTION, "first": TEXT}
+    return {table.key: TEXT, **{name: by_aggregation[agg] for name, _, agg in table.columns}}
+
+
+# the human ceiling, one row per panel
+CEILING_COLUMNS = [("panel", TEXT), ("items", COUNT), ("pairwise acc", FRACTION), ("95 % CI", INTERVAL),
+                   ("pairwise bal. acc", FRACTION), ("LOO acc", FRACTION), ("95 % CI", INTERVAL),
+                   ("LOO bal. acc", FRACTION), ("LOO n", COUNT)]
 
 
 def kappa_band(k) -> str:
@@ -66,7 +127,7 @@ def kappa_band(k) -> str:
 
 def landis_koch_table() -> str:
     rows = [("< 0.00" if lo is None else f"{lo:.2f}–{hi:.2f}", name) for lo, hi, name in LANDIS_KOCH]
-    return md_table(["κ", "agreement (Landis & Koch 1977)"], rows)
+    return md_table([("κ", TEXT), ("agreement (Landis & Koch 1977)", TEXT)], rows)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -94,8 +155,8 @@ def demographics(users: pd.DataFrame) -> str:
             continue
         if col == "age":
             ages = pd.to_numeric(users[col], errors="coerce").dropna()
-            text = (f"{fmt(float(ages.min()))}–{fmt(float(ages.max()))} (mean {ages.mean():.1f})" if len(ages) else "n/a")
-            out.append(f"- **{title}**: {text}")
+            span = f"{count(ages.min())}–{count(ages.max())} (mean {ages.mean():.1f})" if len(ages) else "n/a"
+            out.append(f"- **{title}**: {span}")
             continue
         values = users[col].str.split(",").explode().str.strip() if col == "languages" else users[col].str.strip()
         counts = values[values != ""].value_counts()
@@ -131,35 +192,35 @@ def subset_section(a, level: int = 2, figures=None) -> str:
                  f"prior on {pct(sm[s.prior_match_rate_key])} of items; {pct(sm[s.positive_rate_key])} of items have a "
                  f"{pos} majority.\n")
 
-    rows = [("exact agreement, complete items (binary)", ag.get("exact_3way_binary"))]
+    rows = [("exact agreement, complete items (binary)", fraction(ag.get("exact_3way_binary")))]
     if s.ordinal:
-        rows.append(("exact agreement, complete items (ordinal)", ag.get("exact_3way_ordinal")))
-    rows += [("pairwise exact agreement (binary)", ag.get("pairwise_exact_binary"))]
+        rows.append(("exact agreement, complete items (ordinal)", fraction(ag.get("exact_3way_ordinal"))))
+    rows += [("pairwise exact agreement (binary)", fraction(ag.get("pairwise_exact_binary")))]
     if s.ordinal:
-        rows.append(("pairwise exact agreement (ordinal)", ag.get("pairwise_exact_ordinal")))
-    rows.append(("mean pairwise Cohen's κ (binary)", ag["pairwise_binary_kappa"]["mean"]))
+        rows.append(("pairwise exact agreement (ordinal)", fraction(ag.get("pairwise_exact_ordinal"))))
+    rows.append(("mean pairwise Cohen's κ (binary)", signed(ag["pairwise_binary_kappa"]["mean"])))
     if s.ordinal:
-        rows.append(("mean pairwise Cohen's κ (ordinal)", ag["pairwise_ordinal_kappa"]["mean"]))
-    rows.append(("Fleiss' κ, complete items (binary)", ag.get("fleiss_binary_kappa")))
+        rows.append(("mean pairwise Cohen's κ (ordinal)", signed(ag["pairwise_ordinal_kappa"]["mean"])))
+    rows.append(("Fleiss' κ, complete items (binary)", signed(ag.get("fleiss_binary_kappa"))))
     if s.ordinal:
-        rows.append(("Fleiss' κ, complete items (ordinal)", ag.get("fleiss_ordinal_kappa")))
-    rows.append(("Krippendorff's α, items with ≥2 raters (binary)", ag.get("krippendorff_alpha_binary")))
+        rows.append(("Fleiss' κ, complete items (ordinal)", signed(ag.get("fleiss_ordinal_kappa"))))
+    rows.append(("Krippendorff's α, items with ≥2 raters (binary)", signed(ag.get("krippendorff_alpha_binary"))))
     if s.ordinal:
-        rows.append(("Krippendorff's α, items with ≥2 raters (ordinal)", ag.get("krippendorff_alpha_ordinal")))
-    parts.append(f"{h}# Agreement\n\n" + md_table(["statistic", "value"], [(n, v) for n, v in rows]))
+        rows.append(("Krippendorff's α, items with ≥2 raters (ordinal)", signed(ag.get("krippendorff_alpha_ordinal"))))
+    parts.append(f"{h}# Agreement\n\n" + md_table([("statistic", TEXT), ("value", TEXT)], rows))
     kappas = [(k.replace("__", " – "), v, kappa_band(v)) for k, v in ag["pairwise_binary_kappa"].items() if k != "mean"]
     if kappas:
         parts.append("\nCohen's κ per rater pair (binary, complete items both rated):\n\n"
-                     + md_table(["pair", "κ", "band"], kappas))
+                     + md_table([("pair", TEXT), ("κ", SIGNED), ("band", TEXT)], kappas))
 
     parts.append(f"\n{h}# Human upper bound\n\n" + md_table(
-        ["panel", "items", "pairwise acc", "95 % CI", "pairwise bal. acc", "LOO acc", "95 % CI", "LOO bal. acc", "LOO n"],
+        CEILING_COLUMNS,
         [
-            ("humans only", sm["items_total"], ag["human_pairwise_accuracy"], fmt_ci(ag.get("human_pairwise_accuracy_ci95")),
-             ag["human_pairwise_balanced_accuracy"], ag["human_loo_accuracy"], fmt_ci(ag.get("human_loo_accuracy_ci95")),
+            ("humans only", sm["items_total"], ag["human_pairwise_accuracy"], ag.get("human_pairwise_accuracy_ci95"),
+             ag["human_pairwise_balanced_accuracy"], ag["human_loo_accuracy"], ag.get("human_loo_accuracy_ci95"),
              ag["human_loo_balanced_accuracy"], ag["human_loo_n_annotations"]),
-            ("humans + sampling prior", aug["preselection_n_eligible_items"], aug["preselection_pairwise_accuracy"], "",
-             aug["preselection_pairwise_balanced_accuracy"], aug["preselection_loo_accuracy"], "",
+            ("humans + sampling prior", aug["preselection_n_eligible_items"], aug["preselection_pairwise_accuracy"], None,
+             aug["preselection_pairwise_balanced_accuracy"], aug["preselection_loo_accuracy"], None,
              aug["preselection_loo_balanced_accuracy"], aug["preselection_loo_n_annotations"]),
         ],
     ))
@@ -167,16 +228,18 @@ def subset_section(a, level: int = 2, figures=None) -> str:
     parts.append(f"\nIntervals: {b.get('draws')} bootstrap resamples of items (seed {b.get('seed')}), percentile method.\n")
 
     for t in s.slice_tables:
-        parts.append(f"\n{h}# Per {t.key.replace('_', ' ')}\n\n" + df_table(a.tables[t.file]))
-    for key, _, rows_sel in s.summary_tables:
+        parts.append(f"\n{h}# Per {t.key.replace('_', ' ')}\n\n" + df_table(a.tables[t.file], slice_table_kinds(t)))
+    tables = {t.file: t for t in s.slice_tables}
+    for key, file, rows_sel in s.summary_tables:
         if rows_sel != "all":
-            parts.append(f"\n{h}# {key.replace('_', ' ').capitalize()} (5)\n\n" + df_table(pd.DataFrame(sm[key])))
+            parts.append(f"\n{h}# {key.replace('_', ' ').capitalize()} (5)\n\n"
+                         + df_table(pd.DataFrame(sm[key]), slice_table_kinds(tables[file])))
     if a.flags is not None and len(a.flags):
         keys = list(s.item_key)
         flagged = a.flags[[*keys, "reason", "username"]].copy()
         labelled = pd.MultiIndex.from_frame(a.labels[keys])
         flagged["labelled"] = pd.MultiIndex.from_frame(flagged[keys]).isin(labelled)
-        parts.append(f"\n{h}# Flagged items\n\n" + df_table(flagged))
+        parts.append(f"\n{h}# Flagged items\n\n" + df_table(flagged, {c: TEXT for c in flagged.columns}))
     if figures:
         parts.append(f"\n{h}# Figures\n\n" + figure_block(figures))
     parts.append(f"\n{h}# Annotators\n\n" + demographics(a.users))
@@ -188,7 +251,8 @@ def analysis_report(results: list, title: str = "emolia-bench — human agreemen
     if figures:
         parts.append(figure_block(figures[:2]))
     parts.append("## Headline: agreement of the panel augmented with the sampling prior\n\n" + md_table(
-        ["subset", "eligible items", "pairwise acc", "pairwise bal. acc", "LOO acc", "LOO bal. acc", "LOO n"],
+        [("subset", TEXT), ("eligible items", COUNT), ("pairwise acc", FRACTION), ("pairwise bal. acc", FRACTION),
+         ("LOO acc", FRACTION), ("LOO bal. acc", FRACTION), ("LOO n", COUNT)],
         [(a.subset.name, a.summary["augmented_agreement"]["preselection_n_eligible_items"],
           a.summary["augmented_agreement"]["preselection_pairwise_accuracy"],
           a.summary["augmented_agreement"]["preselection_pairwise_balanced_accuracy"],
@@ -202,24 +266,25 @@ def analysis_report(results: list, title: str = "emolia-bench — human agreemen
         "sampling design, not from any model's output.\n"
     )
     parts.append("## How the sampling prior matches the human consensus\n\n" + md_table(
-        ["subset", "items (majority not tied)", "accuracy", "balanced accuracy"],
+        [("subset", TEXT), ("items (majority not tied)", COUNT), ("accuracy", FRACTION), ("balanced accuracy", FRACTION)],
         [(a.subset.name, a.summary["augmented_agreement"]["gemini_vs_human_consensus_n_items"],
           a.summary["augmented_agreement"]["gemini_vs_human_consensus_accuracy"],
           a.summary["augmented_agreement"]["gemini_vs_human_consensus_balanced_accuracy"]) for a in results],
     ))
     parts.append("\n## Humans-only ceiling\n\n" + md_table(
-        ["subset", "pairwise exact (complete items)", "pairwise acc", "95 % CI", "pairwise bal. acc", "LOO acc", "95 % CI",
-         "LOO bal. acc", "LOO n"],
+        [("subset", TEXT), ("pairwise exact (complete items)", FRACTION), ("pairwise acc", FRACTION), ("95 % CI", INTERVAL),
+         ("pairwise bal. acc", FRACTION), ("LOO acc", FRACTION), ("95 % CI", INTERVAL), ("LOO bal. acc", FRACTION),
+         ("LOO n", COUNT)],
         [(a.subset.name, a.summary["agreement"]["pairwise_exact_binary"], a.summary["agreement"]["human_pairwise_accuracy"],
-          fmt_ci(a.summary["agreement"].get("human_pairwise_accuracy_ci95")),
+          a.summary["agreement"].get("human_pairwise_accuracy_ci95"),
           a.summary["agreement"]["human_pairwise_balanced_accuracy"], a.summary["agreement"]["human_loo_accuracy"],
-          fmt_ci(a.summary["agreement"].get("human_loo_accuracy_ci95")),
+          a.summary["agreement"].get("human_loo_accuracy_ci95"),
           a.summary["agreement"]["human_loo_balanced_accuracy"], a.summary["agreement"]["human_loo_n_annotations"])
          for a in results],
     ))
     parts.append("\n## Quick stats\n\n" + md_table(
-        ["subset", "annotators", "complete items", "annotations", "majority-positive rate", "mean pairwise κ (binary)",
-         "Fleiss κ (binary)"],
+        [("subset", TEXT), ("annotators", COUNT), ("complete items", COUNT), ("annotations", COUNT),
+         ("majority-positive rate", FRACTION), ("mean pairwise κ (binary)", SIGNED), ("Fleiss κ (binary)", SIGNED)],
         [(a.subset.name, len(a.summary["annotators"]), a.summary["items_complete"], a.summary["rows_deduplicated"],
           a.summary[a.subset.positive_rate_key], a.summary["agreement"]["pairwise_binary_kappa"]["mean"],
           a.summary["agreement"]["fleiss_binary_kappa"]) for a in results],
@@ -239,34 +304,39 @@ def score_rubric(s: dict) -> str:
     from .metrics import BANDS
 
     rows = [("primary metric", "balanced accuracy (mean of recall on present and on absent)"),
-            ("chance", fmt(0.5)),
-            ("majority baseline (always the more common answer)", fmt(s["majority_baseline"])),
-            ("human pairwise accuracy (ceiling)", fmt(s.get("human_accuracy_binary"))),
-            ("human pairwise balanced accuracy", fmt(s.get("human_balanced_accuracy_binary"))),
-            ("human leave-one-out accuracy", fmt(s.get("human_loo_accuracy_binary"))),
-            ("human leave-one-out balanced accuracy", fmt(s.get("human_loo_balanced_accuracy_binary")))]
+            ("chance", fraction(0.5)),
+            ("majority baseline (always the more common answer)", fraction(s["majority_baseline"])),
+            ("human pairwise accuracy (ceiling)", fraction(s.get("human_accuracy_binary"))),
+            ("human pairwise balanced accuracy", fraction(s.get("human_balanced_accuracy_binary"))),
+            ("human leave-one-out accuracy", fraction(s.get("human_loo_accuracy_binary"))),
+            ("human leave-one-out balanced accuracy", fraction(s.get("human_loo_balanced_accuracy_binary")))]
     lo = 0.0
     bands = []
     for limit, name in BANDS:
-        bands.append((name, f"{fmt(lo)} – {fmt(limit) if limit != float('inf') else '1.000'}"))
+        bands.append((name, f"{fraction(lo)} – {fraction(min(limit, 1.0))}"))
         lo = limit
-    return ("## Score rubric\n\n" + md_table(["reference", "value"], rows) + "\n"
-            + md_table(["band", "balanced accuracy"], bands))
+    return ("## Score rubric\n\n" + md_table([("reference", TEXT), ("value", TEXT)], rows) + "\n"
+            + md_table([("band", TEXT), ("balanced accuracy", TEXT)], bands))
 
 
 def _metric_rows(m: dict) -> list:
     ci = m.get("balanced_accuracy_ci95")
-    return [("n", m["n"]), ("balanced accuracy", m["balanced_accuracy"]), ("95 % CI (clip bootstrap)", fmt_ci(ci)),
-            ("band", m.get("band", "n/a")), ("accuracy", m["accuracy"]), ("precision", m["precision"]),
-            ("recall", m["recall"]), ("specificity", m.get("specificity")), ("F1", m["f1"]),
-            ("AUROC", m.get("auroc")), ("average precision", m.get("average_precision")),
-            ("tp / fp / tn / fn", f"{fmt(m['tp'])} / {fmt(m['fp'])} / {fmt(m['tn'])} / {fmt(m['fn'])}")]
+    return [("n", count(m["n"])), ("balanced accuracy", fraction(m["balanced_accuracy"])),
+            ("95 % CI (clip bootstrap)", interval(ci)), ("band", m.get("band", "n/a")),
+            ("accuracy", fraction(m["accuracy"])), ("precision", fraction(m["precision"])),
+            ("recall", fraction(m["recall"])), ("specificity", fraction(m.get("specificity"))), ("F1", fraction(m["f1"])),
+            ("AUROC", fraction(m.get("auroc"))), ("average precision", fraction(m.get("average_precision"))),
+            ("tp / fp / tn / fn", " / ".join(count(m[k]) for k in ("tp", "fp", "tn", "fn")))]
+
+
+METRIC_COLUMNS = [("metric", TEXT), ("value", TEXT)]
 
 
 def _slice_table(records: list, key: str) -> str:
-    return md_table([key, "n", "balanced accuracy", "95 % CI", "accuracy", "F1", "AUROC"],
+    return md_table([(key, TEXT), ("n", COUNT), ("balanced accuracy", FRACTION), ("95 % CI", INTERVAL),
+                     ("accuracy", FRACTION), ("F1", FRACTION), ("AUROC", FRACTION)],
                     [(r[key], r["n"], r["balanced_accuracy"],
-                      fmt_ci(None if r.get("balanced_accuracy_ci_low") is None else [r["balanced_accuracy_ci_low"], r["balanced_accuracy_ci_high"]]),
+                      [r.get("balanced_accuracy_ci_low"), r.get("balanced_accuracy_ci_high")],
                       r["accuracy"], r["f1"], r.get("auroc")) for r in records])
 
 
@@ -285,10 +355,10 @@ def benchmark_report(r, figures=None) -> str:
         f"- rows: {s['rows_total']:,} scored rows, {s['rows_evaluated_ok']:,} ok, {s['missing_audio']:,} without audio, "
         f"{s['evaluation_errors']:,} scoring errors\n"
         f"- threshold: present iff similarity ≥ {s['threshold']:g}\n"
-        f"- similarity: min {fmt(sim['min'])}, median {fmt(sim['median'])}, max {fmt(sim['max'])}\n"
+        f"- similarity: min {signed(sim['min'])}, median {signed(sim['median'])}, max {signed(sim['max'])}\n"
     )
-    parts.append(f"## Headline — {s['filter_mode']}\n\n" + md_table(["metric", "value"], _metric_rows(s["overall"])))
-    parts.append("## Unanimous items only\n\n" + md_table(["metric", "value"], _metric_rows(s["unanimous_subset"])))
+    parts.append(f"## Headline — {s['filter_mode']}\n\n" + md_table(METRIC_COLUMNS, _metric_rows(s["overall"])))
+    parts.append("## Unanimous items only\n\n" + md_table(METRIC_COLUMNS, _metric_rows(s["unanimous_subset"])))
     parts.append(f"## By {subset.type_slice.replace('_', ' ')}\n\n" + _slice_table(s[f"by_{subset.type_slice}"], subset.type_slice))
     parts.append("## By benchmark bucket\n\n" + _slice_table(s["by_benchmark_bucket"], "benchmark_bucket"))
     parts.append(f"## By {subset.category_slice.replace('_', ' ')}\n\n"
@@ -316,19 +386,20 @@ def comparison_report(board: pd.DataFrame, pairs: pd.DataFrame, draws: int, seed
         parts.append(f"![Balanced accuracy, overall]({figure})\n")
     overall = board[board["slice"] == "overall"]
     parts.append("## Leaderboard\n\n" + md_table(
-        ["subset", "run", "n", "balanced accuracy", "95 % CI", "threshold", "mode"],
-        [(r.subset, r.run, r.n, r.balanced_accuracy, fmt_ci(None if pd.isna(r.ci_low) else [r.ci_low, r.ci_high]),
-          r.threshold, r.mode) for r in overall.itertuples()]))
+        [("subset", TEXT), ("run", TEXT), ("n", COUNT), ("balanced accuracy", FRACTION), ("95 % CI", INTERVAL),
+         ("threshold", THRESHOLD), ("mode", TEXT)],
+        [(r.subset, r.run, r.n, r.balanced_accuracy, [r.ci_low, r.ci_high], r.threshold, r.mode)
+         for r in overall.itertuples()]))
     parts.append("## Paired tests\n\nΔ = balanced accuracy of B minus A on the rows both scored; interval and p from a "
                  f"paired bootstrap over clips ({draws} draws, seed {seed}); McNemar's exact test on per-row "
                  "correctness (b: A right and B wrong, c: B right and A wrong).\n\n" + md_table(
-                     ["subset", "A", "B", "rows", "Δ", "95 % CI", "p (bootstrap)", "b", "c", "p (McNemar)"],
-                     [(r.subset, r.run_a, r.run_b, r.rows, r.difference,
-                       fmt_ci(None if pd.isna(r.difference_ci_low) else [r.difference_ci_low, r.difference_ci_high]),
+                     [("subset", TEXT), ("A", TEXT), ("B", TEXT), ("rows", COUNT), ("Δ", SIGNED), ("95 % CI", INTERVAL),
+                      ("p (bootstrap)", P_VALUE), ("b", COUNT), ("c", COUNT), ("p (McNemar)", P_VALUE)],
+                     [(r.subset, r.run_a, r.run_b, r.rows, r.difference, [r.difference_ci_low, r.difference_ci_high],
                        r.p_bootstrap, r.a_right_b_wrong, r.b_right_a_wrong, r.p_mcnemar) for r in pairs.itertuples()]))
     rest = board[board["slice"] != "overall"]
     parts.append("## By slice\n\n" + md_table(
-        ["subset", "slice", "run", "n", "balanced accuracy", "95 % CI"],
-        [(r.subset, r.slice, r.run, r.n, None if pd.isna(r.balanced_accuracy) else r.balanced_accuracy,
-          fmt_ci(None if pd.isna(r.ci_low) else [r.ci_low, r.ci_high])) for r in rest.itertuples()]))
+        [("subset", TEXT), ("slice", TEXT), ("run", TEXT), ("n", COUNT), ("balanced accuracy", FRACTION),
+         ("95 % CI", INTERVAL)],
+        [(r.subset, r.slice, r.run, r.n, r.balanced_accuracy, [r.ci_low, r.ci_high]) for r in rest.itertuples()]))
     return "\n".join(parts)
