@@ -14,7 +14,7 @@ import argparse
 from pathlib import Path
 
 from emolia_bench.cli import run
-from emolia_bench.defaults import BOOTSTRAP_DRAWS, BOOTSTRAP_SEED, SUBSET_NAMES
+from emolia_bench.defaults import BOOTSTRAP_DRAWS, BOOTSTRAP_SEED, MIN_ITEMS, SUBSET_NAMES
 
 
 def main() -> int:
@@ -31,24 +31,44 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=BOOTSTRAP_SEED, help=f"bootstrap seed (default: {BOOTSTRAP_SEED})")
     parser.add_argument("--no-figures", action="store_true",
                         help="skip the PNG figures (matplotlib's import alone takes about a second)")
+    parser.add_argument("--min-items", type=int, default=MIN_ITEMS,
+                        help=f"an agreement figure resting on fewer items is written with \"reliable\": false and left "
+                             f"out of the reports' numbers (default: {MIN_ITEMS})")
+    parser.add_argument("--exclude-raters", default="", metavar="USER[,USER…]",
+                        help="re-run without these raters' votes (comma-separated usernames, as in the anonymized "
+                             "export); recorded in summary.json. Nothing is excluded unless asked")
+    parser.add_argument("--dataset-root", type=Path,
+                        help="optional: the clips, to compare reaction times with clip durations in the rater profiles "
+                             "(a <clip>.json sidecar with {\"duration\": seconds}, else the audio header)")
     args = parser.parse_args()
     if args.bootstrap_draws < 1000:
         parser.error("--bootstrap-draws must be at least 1000")
+    if args.min_items < 1:
+        parser.error("--min-items must be at least 1")
+    excluded = tuple(sorted({u.strip() for u in args.exclude_raters.split(",") if u.strip()}))
 
     # Heavy imports after argument parsing, so --help is instant.
     from emolia_bench.analysis import analyze_subset
+    from emolia_bench.errors import InputError
     from emolia_bench.io import load_annotations, load_flags, load_users
     from emolia_bench.outputs import csv_bytes, json_bytes, write_outputs
     from emolia_bench.reports import analysis_report, subset_section
     from emolia_bench.subsets import subsets_to_run
 
-    results = []
+    loaded = []
     for subset in subsets_to_run(args.subsets, args.annotations_root, "annotations.csv"):
         folder = args.annotations_root / subset.name
         annotations = load_annotations(folder / "annotations.csv", subset)
         users = load_users(folder / "users.csv")
         flags = load_flags(folder / "flags.csv", subset) if subset.has_flags else None
-        results.append(analyze_subset(subset, annotations, users, flags, seed=args.seed, draws=args.bootstrap_draws))
+        loaded.append((subset, annotations, users, flags))
+    unknown = set(excluded) - set().union(*(set(ann["username"]) for _, ann, _, _ in loaded))
+    if unknown:
+        raise InputError("--exclude-raters", f"no rater named {', '.join(sorted(unknown))} in the annotations; "
+                                             "expected usernames as they appear in annotations.csv")
+    results = [analyze_subset(subset, annotations, users, flags, seed=args.seed, draws=args.bootstrap_draws,
+                              min_items=args.min_items, exclude_raters=excluded, dataset_root=args.dataset_root)
+               for subset, annotations, users, flags in loaded]
 
     outputs, links = {}, {}
     if not args.no_figures:
@@ -61,19 +81,24 @@ def main() -> int:
         for file, table in r.tables.items():
             outputs[f"{name}/{file}"] = csv_bytes(table)
         outputs[f"{name}/incomplete_items.csv"] = csv_bytes(r.incomplete)
+        outputs[f"{name}/raters.csv"] = csv_bytes(r.raters)
         outputs[f"{name}/summary.json"] = json_bytes(r.summary)
         outputs[f"{name}/report.md"] = subset_section(r, level=1, figures=links.get(name)).encode()
     outputs["report.md"] = analysis_report(results, figures=links.get("report")).encode()
     write_outputs(args.output_root, outputs)
 
-    def fmt(x):  # 0.0 is a value, None is n/a
-        return "n/a" if x is None else f"{x:.3f}"
+    def fmt(figure):  # 0.0 is a value, None is n/a; too few items is said, not printed
+        if not figure["reliable"]:
+            return f"too few items ({figure['n_items']})"
+        return "n/a" if figure["value"] is None else f"{figure['value']:.3f}"
 
     for r in results:
-        s, ag = r.summary, r.summary["agreement"]
+        s, figs = r.summary, r.summary["agreement_detail"]["figures"]
+        flagged = s["raters"]["flagged"]
         print(f"{r.subset.name}: {s['items_total']} items ({s['items_complete']} complete), "
-              f"human pairwise acc {fmt(ag['human_pairwise_accuracy'])}, "
-              f"LOO acc {fmt(ag['human_loo_accuracy'])} -> {args.output_root / r.subset.name}")
+              f"human pairwise acc {fmt(figs['human_pairwise_accuracy'])}, "
+              f"LOO acc {fmt(figs['human_loo_accuracy'])}"
+              + (f"; raters pointed out: {', '.join(flagged)}" if flagged else "") + f" -> {args.output_root / r.subset.name}")
     return 0
 
 

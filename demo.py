@@ -100,7 +100,8 @@ def main() -> None:
     shutil.rmtree(raw, ignore_errors=True)
     shutil.copytree(REPO / "examples" / "annotations_raw", raw)
     stage("anonymize.py", "--raw-root", raw, "--out-root", work / "annotations")
-    stage("analysis.py", "--annotations-root", work / "annotations", "--output-root", work / "analysis_outputs")
+    stage("analysis.py", "--annotations-root", work / "annotations", "--output-root", work / "analysis_outputs",
+          "--dataset-root", REPO / "dataset")  # clip durations for the rater profiles
     stage("benchmark.py", "--analysis-root", work / "analysis_outputs", "--dataset-root", REPO / "dataset",
           "--output-dir", work / "benchmark_sham")
     with server("sham_clap_server.py", "--dataset-root", REPO / "dataset") as url:

@@ -14,6 +14,7 @@ two servers); the logic lives here, as plain functions over DataFrames, one modu
 - ``agreement``     inter-rater agreement and the human upper bound
 - ``resampling``    the bootstrap: grouped sums of counts over resampled units (items, clips)
 - ``metrics``       classification and ranking metrics, slice tables with clip intervals, curves
+- ``raters``        rater profiles: speed, present share, agreement with the others, who stands out
 - ``analysis``      one subset's analysis: labels, agreement, summary.json
 - ``selection``     which labelled items a benchmark run scores, their prompts, clips and clip ids
 - ``scorers``       the model backends: the Scorer interface, a registry, sham / endpoint / clap

@@ -36,7 +36,7 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 
-from .defaults import BOOTSTRAP_DRAWS, BOOTSTRAP_SEED
+from .defaults import BOOTSTRAP_DRAWS, BOOTSTRAP_SEED, MIN_ITEMS
 from .metrics import balanced_accuracy_from_sums, balanced_accuracy_over_present_classes
 from .resampling import bootstrap_statistic, percentile_interval
 
@@ -211,7 +211,7 @@ def krippendorff_alpha(votes: pd.DataFrame, column: str, n_values: int, level: s
 def loo_comparisons(votes: pd.DataFrame) -> pd.DataFrame:
     """Every vote of an item with ≥3 votes against the majority of the item's other votes.
 
-    Returns ``item, truth, pred`` for the comparisons used (others' ties skipped).
+    Returns ``item, rater, truth, pred`` for the comparisons used (others' ties skipped).
     """
     item, v = votes["item"].to_numpy(np.int64), votes["binary"].to_numpy(np.int64)
     n = votes_per_item(votes)
@@ -222,6 +222,7 @@ def loo_comparisons(votes: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(
         {
             "item": item[keep],
+            "rater": votes["rater"].to_numpy(np.int64)[keep],
             "truth": (other_ones > other_zeros).astype(np.int64)[keep],
             "pred": v[keep],
         }
@@ -242,39 +243,80 @@ def loo_agreement(votes: pd.DataFrame) -> tuple[float | None, float | None, floa
 
 
 class Resampled:
-    """One bootstrapped statistic as rows for :func:`resampling.bootstrap_group_sums`: the units
-    (sorted item codes), each row's unit position and group, its count values, the number of
-    groups, and ``statistic``: grouped sums of a chunk -> one value per resample."""
+    """Figures bootstrapped together, as rows for :func:`resampling.bootstrap_group_sums`.
 
-    def __init__(self, items, unit, group, values, n_groups, statistic):
-        self.items, self.unit, self.group, self.values = items, unit, group, values
-        self.n_groups, self.statistic = n_groups, statistic
+    ``items``: the units (sorted item codes); ``unit``, ``group``, ``values``: each row's unit
+    position, group and counts; ``n_groups``; ``names``: the figures; ``statistic``: grouped sums
+    of one chunk of resamples -> a ``chunk × len(names)`` array.
+    """
 
-    def interval(self, seed: int, draws: int) -> list[float] | None:
-        return percentile_interval(bootstrap_statistic(self.unit, self.group, self.values, len(self.items),
-                                                       self.n_groups, self.statistic, draws, seed))
+    def __init__(self, items, unit, group, values, n_groups, names, statistic):
+        self.items, self.unit, self.group, self.values = np.asarray(items, dtype=np.int64), unit, group, values
+        self.n_groups, self.names, self.statistic = n_groups, list(names), statistic
+
+
+def bootstrap_intervals(figures: list[Resampled | None], seed: int, draws: int) -> dict[str, list[float] | None]:
+    """95 % percentile intervals of every named figure, resampling items.
+
+    Figures over the same items are read off one set of resamples (their rows side by side,
+    each figure's groups after the previous one's); figures over other items get their own.
+    Either way a figure sees exactly the resamples it would draw alone with this seed, so sharing
+    changes no interval and saves a resampling per extra figure.
+    """
+    out: dict[str, list[float] | None] = {}
+    by_items: dict[bytes, list[Resampled]] = {}
+    for f in figures:
+        if f is not None:
+            by_items.setdefault(f.items.tobytes(), []).append(f)
+    for group in by_items.values():
+        offsets = np.cumsum([0] + [f.n_groups for f in group])
+
+        def statistic(sums, group=group, offsets=offsets):
+            return np.column_stack([
+                np.asarray(f.statistic([x[:, offsets[i]:offsets[i + 1]] for x in sums])).reshape(len(sums[0]), -1)
+                for i, f in enumerate(group)])
+
+        k = len(group[0].values)
+        if any(len(f.values) != k for f in group):  # pad to a common number of value arrays
+            k = max(len(f.values) for f in group)
+        values = [np.concatenate([f.values[j] if j < len(f.values) else np.zeros(len(f.unit)) for f in group])
+                  for j in range(k)]
+        stats = bootstrap_statistic(np.concatenate([f.unit for f in group]),
+                                    np.concatenate([f.group + o for f, o in zip(group, offsets, strict=False)]),
+                                    values, len(group[0].items), int(offsets[-1]), statistic, draws, seed)
+        names = [n for f in group for n in f.names]
+        for j, name in enumerate(names):
+            out[name] = percentile_interval(stats[:, j]) if len(stats) else None
+    return out
 
 
 def _mean_agreement(sums) -> np.ndarray:
-    n, a = sums
+    n, a = sums[0], sums[1]
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.nanmean(np.where(n > 0, a / n, np.nan), axis=1)
 
 
-def pairwise_accuracy_resampled(pairs: pd.DataFrame) -> Resampled | None:
+def pairwise_accuracy_resampled(pairs: pd.DataFrame, name: str = "human_pairwise_accuracy") -> Resampled | None:
     """The pairwise accuracy for the bootstrap; units are the co-rated items. Per resample and
     pair: co-rated items drawn (with multiplicity) and agreements among them; the statistic is
-    the mean over pairs with at least one drawn item of agreements / items. None without pairs."""
+    the mean over pairs with at least one drawn item of agreements / items (upstream's figure),
+    and ``<name>_items_weighted`` the pooled agreements / comparisons, which weights each pair
+    by its shared items. None without pairs."""
     if len(pairs) == 0:
         return None
     item_codes, items = pd.factorize(pairs["item"], sort=True)
     pair_codes, uniq = pd.factorize(pairs["a"].astype(np.int64) * 1_000_003 + pairs["b"], sort=True)
     agree = (pairs["binary_a"] == pairs["binary_b"]).to_numpy(dtype=np.float64)
-    return Resampled(np.asarray(items, dtype=np.int64), item_codes, pair_codes, [np.ones(len(pairs)), agree],
-                     len(uniq), _mean_agreement)
+
+    def statistic(sums):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.column_stack([_mean_agreement(sums), sums[1].sum(axis=1) / sums[0].sum(axis=1)])
+
+    return Resampled(items, item_codes, pair_codes, [np.ones(len(pairs)), agree], len(uniq),
+                     [name, f"{name}_items_weighted"], statistic)
 
 
-def loo_accuracy_resampled(votes: pd.DataFrame) -> Resampled | None:
+def loo_accuracy_resampled(votes: pd.DataFrame, name: str = "human_loo_accuracy") -> Resampled | None:
     """The leave-one-out accuracy for the bootstrap; units are the items with a comparison, the
     statistic the pooled share of correct comparisons. None without comparisons."""
     comp = loo_comparisons(votes)
@@ -282,26 +324,311 @@ def loo_accuracy_resampled(votes: pd.DataFrame) -> Resampled | None:
         return None
     item_codes, items = pd.factorize(comp["item"], sort=True)
     correct = (comp["truth"] == comp["pred"]).to_numpy(dtype=np.float64)
-    return Resampled(np.asarray(items, dtype=np.int64), item_codes, np.zeros(len(comp), np.int64),
-                     [np.ones(len(comp)), correct], 1, lambda sums: sums[1][:, 0] / sums[0][:, 0])
+    return Resampled(items, item_codes, np.zeros(len(comp), np.int64), [np.ones(len(comp)), correct], 1, [name],
+                     lambda sums: sums[1][:, 0] / sums[0][:, 0])
 
 
 def ceiling_intervals(pairs: pd.DataFrame, votes: pd.DataFrame, seed: int, draws: int
                       ) -> tuple[list[float] | None, list[float] | None]:
     """95 % percentile intervals of the pairwise and the leave-one-out accuracy, resampling
-    items: the co-rated items for the first, the items with a comparison for the second. When
-    the two sets are the same (every item fully rated), both statistics are read off one set
-    of resamples — the very resamples each would draw alone with this seed."""
-    pair, loo = pairwise_accuracy_resampled(pairs), loo_accuracy_resampled(votes)
-    if pair is None or loo is None or not np.array_equal(pair.items, loo.items):
-        return (None if pair is None else pair.interval(seed, draws)), (None if loo is None else loo.interval(seed, draws))
-    g = pair.n_groups  # the LOO rows become one more group after the pairs'
-    both = bootstrap_statistic(
-        np.concatenate([pair.unit, loo.unit]), np.concatenate([pair.group, loo.group + g]),
-        [np.concatenate([x, y]) for x, y in zip(pair.values, loo.values, strict=True)], len(pair.items), g + 1,
-        lambda sums: np.column_stack([pair.statistic([s[:, :g] for s in sums]), loo.statistic([s[:, g:] for s in sums])]),
-        draws, seed)
-    return percentile_interval(both[:, 0]), percentile_interval(both[:, 1])
+    items: the co-rated items for the first, the items with a comparison for the second (one
+    set of resamples when the two coincide; see :func:`bootstrap_intervals`)."""
+    ci = bootstrap_intervals([pairwise_accuracy_resampled(pairs), loo_accuracy_resampled(votes)], seed, draws)
+    return ci.get("human_pairwise_accuracy"), ci.get("human_loo_accuracy")
+
+
+# ---------------------------------------------------------------------------------------------
+# chance-corrected agreement from count tables, for the point estimates' intervals [ours]
+#
+# Each statistic below is a function of sums of per-item integer counts, so the bootstrap of
+# :mod:`resampling` applies; tests check each against its library (statsmodels, krippendorff,
+# scikit-learn) on the unresampled data and against an explicit resample of items.
+
+
+def kappas_from_tables(t: np.ndarray, quadratic: bool = False) -> np.ndarray:
+    """Cohen's κ of each ``… × V × V`` contingency table (rows: rater A, columns: rater B):
+    κ = (p_o − p_e) / (1 − p_e), unweighted; with ``quadratic`` the weighted form
+    1 − Σ w·o / Σ w·e with w_ij = (i − j)² (scikit-learn's ``weights="quadratic"``). NaN where
+    undefined (no items, or chance agreement 1: both raters constant and equal)."""
+    n = t.sum(axis=(-2, -1))
+    rows, cols = t.sum(axis=-1), t.sum(axis=-2)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        expected = rows[..., :, None] * cols[..., None, :] / n[..., None, None]
+        if quadratic:
+            v = t.shape[-1]
+            w = (np.arange(v)[:, None] - np.arange(v)[None, :]) ** 2.0
+            observed_d, expected_d = (w * t).sum(axis=(-2, -1)), (w * expected).sum(axis=(-2, -1))
+            kappa = 1 - observed_d / expected_d
+            return np.where(expected_d > 0, kappa, np.nan)
+        po = np.trace(t, axis1=-2, axis2=-1) / n
+        pe = np.trace(expected, axis1=-2, axis2=-1) / n
+        return np.where((n > 0) & (pe < 1), (po - pe) / (1 - pe), np.nan)
+
+
+def mean_kappas(t: np.ndarray, quadratic: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(unweighted mean over pairs, mean weighted by each pair's items) of the defined κ of
+    ``… × pairs × V × V`` tables."""
+    k = kappas_from_tables(t, quadratic)
+    n = np.where(np.isfinite(k), t.sum(axis=(-2, -1)), 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a resample with no defined pair: NaN, dropped later
+        return np.nanmean(k, axis=-1), np.nansum(np.where(n > 0, k * n, 0), axis=-1) / n.sum(-1)
+
+
+def kappa_resampled(pairs: pd.DataFrame, column: str, n_values: int, name: str,
+                    quadratic_name: str | None = None) -> Resampled | None:
+    """Mean pairwise Cohen's κ (and its items-weighted mean; with ``quadratic_name`` also the
+    quadratic-weighted κ's) for the bootstrap; units are the items of ``pairs``; each (pair,
+    cell of the pair's table) is a group. None without pairs."""
+    if len(pairs) == 0:
+        return None
+    item_codes, items = pd.factorize(pairs["item"], sort=True)
+    pair_codes, uniq = pd.factorize(pairs["a"].astype(np.int64) * 1_000_003 + pairs["b"], sort=True)
+    cell = (pair_codes * n_values + pairs[f"{column}_a"].to_numpy(np.int64)) * n_values + pairs[f"{column}_b"].to_numpy(np.int64)
+    n_pairs = len(uniq)
+    names = [name, f"{name}_items_weighted"] + ([quadratic_name, f"{quadratic_name}_items_weighted"] if quadratic_name else [])
+
+    def statistic(sums):
+        t = sums[0].reshape(len(sums[0]), n_pairs, n_values, n_values)
+        out = list(mean_kappas(t))
+        if quadratic_name:
+            out += list(mean_kappas(t, quadratic=True))
+        return np.column_stack(out)
+
+    return Resampled(items, item_codes, cell, [np.ones(len(pairs))], n_pairs * n_values**2, names, statistic)
+
+
+def fleiss_from_sums(n_items, category_counts: np.ndarray, sq_excess, n_raters: int) -> np.ndarray:
+    """Fleiss' κ from sums over items of 1, of each category's count n_ij and of
+    Σ_j n_ij² − n (n raters per item): p_j = Σ n_ij / (N n), P̄ = Σ (Σ_j n_ij² − n) / (N n (n−1)),
+    κ = (P̄ − Σ p_j²) / (1 − Σ p_j²); NaN when undefined (no items, or one category only)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = category_counts / (n_items[..., None] * n_raters)
+        pe = (p**2).sum(axis=-1)
+        pbar = sq_excess / (n_items * n_raters * (n_raters - 1))
+        return np.where(pe < 1, (pbar - pe) / (1 - pe), np.nan)
+
+
+def fleiss_resampled(matrices: dict[str, tuple[np.ndarray, int]], items: np.ndarray) -> Resampled | None:
+    """Fleiss' κ of one or more complete items × raters matrices over the same ``items`` (name ->
+    (matrix, number of categories)); one row per item."""
+    if len(items) == 0:
+        return None
+    values, spans = [np.ones(len(items))], []
+    for matrix, n_categories in matrices.values():
+        counts = np.stack([(matrix == c).sum(axis=1) for c in range(n_categories)], axis=1).astype(np.float64)
+        spans.append((len(values), n_categories, matrix.shape[1]))
+        values += [counts[:, c] for c in range(n_categories)] + [(counts**2).sum(axis=1) - matrix.shape[1]]
+
+    def statistic(sums):
+        n = sums[0][:, 0]
+        return np.column_stack([
+            fleiss_from_sums(n, np.column_stack([sums[j + c][:, 0] for c in range(k)]), sums[j + k][:, 0], m)
+            for j, k, m in spans])
+
+    return Resampled(items, np.arange(len(items)), np.zeros(len(items), np.int64), values, 1, list(matrices), statistic)
+
+
+def alpha_from_coincidences(o: np.ndarray, level: str) -> np.ndarray:
+    """Krippendorff's α from ``… × V × V`` coincidence matrices: α = 1 − (n − 1) Σ o·δ / Σ n_c n_k δ
+    with δ nominal ([c ≠ k]) or ordinal ((Σ_{g=c..k} n_g − (n_c + n_k)/2)², from the margins);
+    NaN when undefined (fewer than two pairable values, or a single value used)."""
+    v = o.shape[-1]
+    n_c = o.sum(axis=-1)
+    n = n_c.sum(axis=-1)
+    if level == "nominal":
+        delta = np.broadcast_to(1.0 - np.eye(v), o.shape)
+    else:
+        cum = np.cumsum(n_c, axis=-1)
+        lo, hi = np.minimum.outer(np.arange(v), np.arange(v)), np.maximum.outer(np.arange(v), np.arange(v))
+        span = cum[..., hi] - np.where(lo > 0, cum[..., np.maximum(lo - 1, 0)], 0)
+        delta = (span - (n_c[..., :, None] + n_c[..., None, :]) / 2) ** 2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        d_o = (o * delta).sum(axis=(-2, -1))
+        d_e = (n_c[..., :, None] * n_c[..., None, :] * delta).sum(axis=(-2, -1))
+        return np.where(d_e > 0, 1 - (n - 1) * d_o / d_e, np.nan)
+
+
+def alpha_resampled(votes: pd.DataFrame, columns: dict[str, tuple[str, int, str]]) -> Resampled | None:
+    """Krippendorff's α over items with ≥2 raters for the bootstrap (name -> (vote column,
+    number of values, level)); each item's coincidence matrix, scaled by L = lcm(m − 1) over
+    its items so that every count is an integer, is one set of V × V groups."""
+    import math
+
+    sub = votes[votes_per_item(votes) >= 2]
+    if len(sub) == 0:
+        return None
+    item_codes, items = pd.factorize(sub["item"], sort=True)
+    m = np.bincount(item_codes)
+    scale = math.lcm(*(int(x) - 1 for x in np.unique(m)))
+    units, groups, vals, spans = [], [], [], []
+    offset = 0
+    for column, n_values, _ in columns.values():
+        counts = np.zeros((len(items), n_values))
+        np.add.at(counts, (item_codes, sub[column].to_numpy(np.int64)), 1)
+        # o_ck of an item: (n_c n_k − [c = k] n_c) / (m − 1), times L
+        o = (counts[:, :, None] * counts[:, None, :] - counts[:, :, None] * np.eye(n_values)) * (scale // (m - 1))[:, None, None]
+        u, c = np.nonzero(o.reshape(len(items), -1))
+        units.append(u)
+        groups.append(offset + c)
+        vals.append(o.reshape(len(items), -1)[u, c])
+        spans.append((offset, n_values))
+        offset += n_values**2
+    levels = [level for _, _, level in columns.values()]
+
+    def statistic(sums):
+        s = sums[0] / scale
+        return np.column_stack([alpha_from_coincidences(s[:, o:o + v * v].reshape(-1, v, v), level)
+                                for (o, v), level in zip(spans, levels, strict=True)])
+
+    return Resampled(items, np.concatenate(units), np.concatenate(groups), [np.concatenate(vals)], offset,
+                     list(columns), statistic)
+
+
+# ---------------------------------------------------------------------------------------------
+# every figure with its support, its interval and whether it can be trusted [ours]
+
+INTERVAL_NOTE = ("95 % percentile bootstrap over items, raters held fixed: the intervals are conditional on "
+                 "these raters and say nothing about how another panel would agree")
+
+
+def _figure(value, ci, n_items: int, n_comparisons: int, unit: str, min_items: int) -> dict:
+    return {"value": value, "ci95": ci, "n_items": int(n_items), "n_comparisons": int(n_comparisons),
+            "unit": unit, "reliable": bool(n_items >= min_items)}
+
+
+def pair_kappas(pairs: pd.DataFrame, raters: list[str], ordinal: bool, n_values: int) -> list[dict]:
+    """Per rater pair on the given (complete) items: items shared, Cohen's κ binary and, for
+    ordinal subsets, unweighted and quadratic-weighted ordinal κ."""
+    out = []
+    a, b, tables = pair_tables(pairs, "binary", 2)
+    ordinal_tables = pair_tables(pairs, "value", n_values)[2] if ordinal else None
+    for j, (i, k) in enumerate(zip(a.tolist(), b.tolist(), strict=True)):
+        row = {"pair": f"{raters[i]}__{raters[k]}", "n_items": int(tables[j].sum()),
+               "kappa_binary": _finite(kappas_from_tables(tables[j]))}
+        if ordinal:
+            row["kappa_ordinal"] = _finite(kappas_from_tables(ordinal_tables[j]))
+            row["kappa_ordinal_quadratic"] = _finite(kappas_from_tables(ordinal_tables[j], quadratic=True))
+        out.append(row)
+    return out
+
+
+def agreement_detail(votes: pd.DataFrame, raters: list[str], ordinal: bool, n_values: int, agreement: dict,
+                     min_items: int = MIN_ITEMS, seed: int = BOOTSTRAP_SEED, draws: int = BOOTSTRAP_DRAWS) -> dict:
+    """``summary.json["agreement_detail"]``: each figure of ``agreement`` (and the items-weighted
+    pairwise means beside upstream's unweighted ones) with its value, 95 % interval, the items
+    and comparisons it rests on, and ``reliable`` = at least ``min_items`` items; the per-pair κ
+    table. Comparisons: rater pairs within items (pairwise figures, κ, α), or held-out votes (LOO).
+    """
+    cols = ("binary", "value") if ordinal else ("binary",)
+    pairs = co_rated_pairs(votes, cols)
+    n_votes = votes_per_item(votes)
+    complete_items = np.unique(votes.loc[n_votes == 3, "item"].to_numpy())
+    cpairs = pairs[pairs["item"].isin(complete_items)]
+    multi = votes[n_votes >= 2]
+    m = np.bincount(pd.factorize(multi["item"])[0]) if len(multi) else np.empty(0, np.int64)
+    comp = loo_comparisons(votes)
+
+    matrices = {"fleiss_binary_kappa": (complete_matrix(votes, "binary"), 2)}
+    alphas = {"krippendorff_alpha_binary": ("binary", 2, "nominal")}
+    if ordinal:
+        matrices["fleiss_ordinal_kappa"] = (complete_matrix(votes, "value"), n_values)
+        alphas["krippendorff_alpha_ordinal"] = ("value", n_values, "ordinal")
+    figures = [pairwise_accuracy_resampled(pairs), loo_accuracy_resampled(votes),
+               kappa_resampled(cpairs, "binary", 2, "pairwise_binary_kappa_mean"),
+               fleiss_resampled(matrices, complete_items), alpha_resampled(votes, alphas)]
+    if ordinal:
+        figures.append(kappa_resampled(cpairs, "value", n_values, "pairwise_ordinal_kappa_mean",
+                                       "pairwise_ordinal_kappa_quadratic_mean"))
+    ci = bootstrap_intervals(figures, seed, draws)
+
+    # point values of the figures that agreement does not hold
+    _, _, t = pair_tables(cpairs, "binary", 2)
+    values = {"pairwise_binary_kappa_mean_items_weighted": mean_kappas(t)[1] if len(t) else None}
+    if ordinal:
+        _, _, t3 = pair_tables(cpairs, "value", n_values)
+        values["pairwise_ordinal_kappa_mean_items_weighted"] = mean_kappas(t3)[1] if len(t3) else None
+        values["pairwise_ordinal_kappa_quadratic_mean"], values["pairwise_ordinal_kappa_quadratic_mean_items_weighted"] = (
+            mean_kappas(t3, quadratic=True) if len(t3) else (None, None))
+    values["human_pairwise_accuracy_items_weighted"] = (
+        float((pairs["binary_a"] == pairs["binary_b"]).mean()) if len(pairs) else None)
+
+    n_complete, n_cpairs, n_cp_items = len(complete_items), len(cpairs), cpairs["item"].nunique()
+    support = {  # name -> (value, n items, n comparisons, unit)
+        "exact_3way_binary": (agreement["exact_3way_binary"], n_complete, n_complete, "items rated by exactly three raters"),
+        "pairwise_exact_binary": (agreement["pairwise_exact_binary"], n_cp_items, n_cpairs, "items rated by exactly three raters"),
+        "pairwise_binary_kappa_mean": (agreement["pairwise_binary_kappa"]["mean"], n_cp_items, n_cpairs,
+                                       "items rated by exactly three raters"),
+        "pairwise_binary_kappa_mean_items_weighted": (values["pairwise_binary_kappa_mean_items_weighted"], n_cp_items,
+                                                      n_cpairs, "items rated by exactly three raters"),
+        "fleiss_binary_kappa": (agreement["fleiss_binary_kappa"], n_complete, 3 * n_complete, "items rated by exactly three raters"),
+        "krippendorff_alpha_binary": (agreement["krippendorff_alpha_binary"], len(m), int((m * (m - 1) // 2).sum()),
+                                      "items rated by two or more raters"),
+        "human_pairwise_accuracy": (agreement["human_pairwise_accuracy"], pairs["item"].nunique(), len(pairs),
+                                    "items rated by two or more raters"),
+        "human_pairwise_accuracy_items_weighted": (values["human_pairwise_accuracy_items_weighted"],
+                                                   pairs["item"].nunique(), len(pairs), "items rated by two or more raters"),
+        "human_pairwise_balanced_accuracy": (agreement["human_pairwise_balanced_accuracy"], pairs["item"].nunique(),
+                                             len(pairs), "items rated by two or more raters"),
+        "human_loo_accuracy": (agreement["human_loo_accuracy"], comp["item"].nunique(), len(comp),
+                               "items with a leave-one-out comparison (three or more raters, the others not tied)"),
+        "human_loo_balanced_accuracy": (agreement["human_loo_balanced_accuracy"], comp["item"].nunique(), len(comp),
+                                        "items with a leave-one-out comparison (three or more raters, the others not tied)"),
+    }
+    if ordinal:
+        unit = "items rated by exactly three raters"
+        support.update({
+            "exact_3way_ordinal": (agreement["exact_3way_ordinal"], n_complete, n_complete, unit),
+            "pairwise_exact_ordinal": (agreement["pairwise_exact_ordinal"], n_cp_items, n_cpairs, unit),
+            "pairwise_ordinal_kappa_mean": (agreement["pairwise_ordinal_kappa"]["mean"], n_cp_items, n_cpairs, unit),
+            "pairwise_ordinal_kappa_mean_items_weighted": (values["pairwise_ordinal_kappa_mean_items_weighted"],
+                                                           n_cp_items, n_cpairs, unit),
+            "pairwise_ordinal_kappa_quadratic_mean": (values["pairwise_ordinal_kappa_quadratic_mean"], n_cp_items, n_cpairs, unit),
+            "pairwise_ordinal_kappa_quadratic_mean_items_weighted": (
+                values["pairwise_ordinal_kappa_quadratic_mean_items_weighted"], n_cp_items, n_cpairs, unit),
+            "fleiss_ordinal_kappa": (agreement["fleiss_ordinal_kappa"], n_complete, 3 * n_complete, unit),
+            "krippendorff_alpha_ordinal": (agreement["krippendorff_alpha_ordinal"], len(m), int((m * (m - 1) // 2).sum()),
+                                           "items rated by two or more raters"),
+        })
+    return {
+        "min_items": int(min_items),
+        "intervals": INTERVAL_NOTE,
+        "figures": {name: _figure(_finite(v), ci.get(name), n, c, unit, min_items)
+                    for name, (v, n, c, unit) in support.items()},
+        "pair_kappas": pair_kappas(cpairs, raters, ordinal, n_values),
+    }
+
+
+def agreement_by_slice(votes: pd.DataFrame, slice_of_item: pd.Series, ordinal: bool, n_values: int,
+                       min_items: int = MIN_ITEMS, seed: int = BOOTSTRAP_SEED, draws: int = BOOTSTRAP_DRAWS) -> list[dict]:
+    """Within each slice (e.g. task type): Krippendorff's α (binary; ordinal too) over the slice's
+    items with ≥2 raters, with its item-bootstrap interval, and exact agreement over its items
+    rated by exactly three raters; each with its items and ``reliable``. ``slice_of_item`` maps
+    item code -> slice value. Slices in sorted order."""
+    out = []
+    item_slice = slice_of_item.reindex(votes["item"].to_numpy()).to_numpy()
+    for value in sorted(pd.unique(slice_of_item.dropna())):
+        v = votes[item_slice == value]
+        n_votes = votes_per_item(v)
+        multi = v[n_votes >= 2]
+        n_multi = multi["item"].nunique()
+        alphas = {"alpha_binary": ("binary", 2, "nominal")}
+        if ordinal:
+            alphas["alpha_ordinal"] = ("value", n_values, "ordinal")
+        ci = bootstrap_intervals([alpha_resampled(v, alphas)], seed, draws)
+        bin3 = complete_matrix(v, "binary")
+        row = {"slice": value, "n_items": int(v["item"].nunique()), "n_items_two_or_more_raters": int(n_multi),
+               "alpha_binary": krippendorff_alpha(v, "binary", 2, "nominal"), "alpha_binary_ci95": ci.get("alpha_binary")}
+        if ordinal:
+            row["alpha_ordinal"] = krippendorff_alpha(v, "value", n_values, "ordinal")
+            row["alpha_ordinal_ci95"] = ci.get("alpha_ordinal")
+        row["n_items_complete"] = int(len(bin3))
+        row["exact_agreement_binary"] = exact_agreement(bin3)
+        if ordinal:
+            row["exact_agreement_ordinal"] = exact_agreement(complete_matrix(v, "value"))
+        row["reliable"] = bool(n_multi >= min_items)
+        out.append(row)
+    return out
 
 
 # ---------------------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -16,6 +17,7 @@ from .labels import (
     slice_table,
     unmatched_flags,
 )
+from .raters import FLAG_RULE, clip_durations_ms, rater_profiles
 from .subsets import Subset
 
 HUMAN_ALIASES = (
@@ -38,6 +40,7 @@ class SubsetAnalysis:
     users: pd.DataFrame
     flags: pd.DataFrame | None = None
     unmatched: pd.DataFrame = field(default_factory=pd.DataFrame)
+    raters: pd.DataFrame = field(default_factory=pd.DataFrame)  # one profile per rater (raters.csv)
 
 
 def flag_records(flags: pd.DataFrame | None) -> list[dict]:
@@ -58,7 +61,14 @@ def flag_records(flags: pd.DataFrame | None) -> list[dict]:
 
 
 def analyze_subset(subset: Subset, ann: pd.DataFrame, users: pd.DataFrame, flags: pd.DataFrame | None,
-                   seed: int = ag.BOOTSTRAP_SEED, draws: int = ag.BOOTSTRAP_DRAWS) -> SubsetAnalysis:
+                   seed: int = ag.BOOTSTRAP_SEED, draws: int = ag.BOOTSTRAP_DRAWS, min_items: int = ag.MIN_ITEMS,
+                   exclude_raters: tuple[str, ...] = (), dataset_root: Path | None = None) -> SubsetAnalysis:
+    """Everything analysis.py writes for one subset. ``exclude_raters``: usernames whose votes
+    are dropped before anything is computed (recorded in summary.json); ``dataset_root``: where
+    clip durations are looked up for the rater profiles (optional)."""
+    excluded = sorted(set(exclude_raters) & set(ann["username"]))
+    if excluded:
+        ann = ann[~ann["username"].isin(excluded)].reset_index(drop=True)
     clean = clean_annotations(ann, subset)
     items = item_table(clean, subset, flags)
     labels = benchmark_labels(items, subset)
@@ -105,6 +115,15 @@ def analyze_subset(subset: Subset, ann: pd.DataFrame, users: pd.DataFrame, flags
     for alias, key in HUMAN_ALIASES:
         s[alias] = agreement[key]
     s["bootstrap"] = {"seed": seed, "draws": draws, "unit": "item", "interval": "percentile 95%"}
-    return SubsetAnalysis(subset, labels, tables, incomplete_items(items, subset), s, users, flags, unmatched)
+    # [ours] every figure with its support and interval, agreement within slices, rater profiles
+    s["agreement_detail"] = ag.agreement_detail(votes, raters, subset.ordinal, len(subset.scale), agreement,
+                                                min_items, seed, draws)
+    s[f"agreement_by_{subset.type_slice}"] = ag.agreement_by_slice(
+        votes, items[subset.type_slice], subset.ordinal, len(subset.scale), min_items, seed, draws)
+    clip_ms = clip_durations_ms(items, subset, dataset_root) if dataset_root is not None else None
+    profiles = rater_profiles(clean, votes, raters, clip_ms)
+    s["raters"] = {"flag_rule": FLAG_RULE, "flagged": profiles.loc[profiles["flagged"], "rater"].tolist() if len(profiles) else [],
+                   "excluded": excluded}
+    return SubsetAnalysis(subset, labels, tables, incomplete_items(items, subset), s, users, flags, unmatched, profiles)
 
 

@@ -6,3 +6,6 @@ SUBSET_NAMES = ("emolia-emo", "emolia-dim")
 
 BOOTSTRAP_SEED = 20260401
 BOOTSTRAP_DRAWS = 1000
+
+# An agreement figure resting on fewer items is written with "reliable": false (analysis --min-items).
+MIN_ITEMS = 30

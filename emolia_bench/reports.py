@@ -110,6 +110,69 @@ def slice_table_kinds(table) -> dict[str, str]:
     return {table.key: TEXT, **{name: by_aggregation[agg] for name, _, agg in table.columns}}
 
 
+# ---------------------------------------------------------------------------------------------
+# agreement figures with their support (summary.json["agreement_detail"])
+
+FIGURE_LABELS = {
+    "exact_3way_binary": "exact agreement of all three raters (binary)",
+    "exact_3way_ordinal": "exact agreement of all three raters (ordinal)",
+    "pairwise_exact_binary": "pairwise exact agreement (binary)",
+    "pairwise_exact_ordinal": "pairwise exact agreement (ordinal)",
+    "pairwise_binary_kappa_mean": "mean pairwise Cohen's κ (binary)",
+    "pairwise_binary_kappa_mean_items_weighted": "pairwise Cohen's κ (binary), pairs weighted by shared items",
+    "pairwise_ordinal_kappa_mean": "mean pairwise Cohen's κ (ordinal, unweighted)",
+    "pairwise_ordinal_kappa_mean_items_weighted": "pairwise Cohen's κ (ordinal, unweighted), pairs weighted by shared items",
+    "pairwise_ordinal_kappa_quadratic_mean": "mean pairwise Cohen's κ (ordinal, quadratic weights)",
+    "pairwise_ordinal_kappa_quadratic_mean_items_weighted": "pairwise Cohen's κ (ordinal, quadratic weights), pairs weighted by shared items",
+    "fleiss_binary_kappa": "Fleiss' κ (binary)",
+    "fleiss_ordinal_kappa": "Fleiss' κ (ordinal)",
+    "krippendorff_alpha_binary": "Krippendorff's α (binary)",
+    "krippendorff_alpha_ordinal": "Krippendorff's α (ordinal)",
+    "human_pairwise_accuracy": "human pairwise accuracy (mean over rater pairs, upstream's figure)",
+    "human_pairwise_accuracy_items_weighted": "human pairwise accuracy, pairs weighted by shared items",
+    "human_pairwise_balanced_accuracy": "human pairwise balanced accuracy",
+    "human_loo_accuracy": "human leave-one-out accuracy",
+    "human_loo_balanced_accuracy": "human leave-one-out balanced accuracy",
+}
+# chance-corrected figures are signed (below 0: worse than chance); the others are shares
+SIGNED_FIGURES = {"pairwise_binary_kappa_mean", "pairwise_binary_kappa_mean_items_weighted", "pairwise_ordinal_kappa_mean",
+                  "pairwise_ordinal_kappa_mean_items_weighted", "pairwise_ordinal_kappa_quadratic_mean",
+                  "pairwise_ordinal_kappa_quadratic_mean_items_weighted", "fleiss_binary_kappa", "fleiss_ordinal_kappa",
+                  "krippendorff_alpha_binary", "krippendorff_alpha_ordinal"}
+FIGURE_COLUMNS = [("statistic", TEXT), ("value", TEXT), ("95 % CI", TEXT), ("items", COUNT), ("comparisons", COUNT)]
+
+
+def too_few(fig: dict, min_items: int) -> str:
+    """The sentence that replaces a figure resting on too few items."""
+    return (f"{fig['n_items']:,} {fig['unit']}: too few for this figure (at least {min_items:,} needed); "
+            "its value is in summary.json, marked \"reliable\": false")
+
+
+def figure_table(detail: dict, names: list[str]) -> str:
+    """The figures ``names`` of ``agreement_detail``: reliable ones as rows (value, interval,
+    items, comparisons); the others as sentences below the table, with no number."""
+    rows, notes = [], []
+    for name in names:
+        fig = detail["figures"].get(name)
+        if fig is None:
+            continue
+        fmt = signed if name in SIGNED_FIGURES else fraction
+        if fig["reliable"]:
+            rows.append((FIGURE_LABELS[name], fmt(fig["value"]), interval(fig["ci95"], fmt), fig["n_items"],
+                         fig["n_comparisons"]))
+        else:
+            notes.append(f"- {FIGURE_LABELS[name]}: {too_few(fig, detail['min_items'])}.")
+    table = md_table(FIGURE_COLUMNS, rows) if rows else ""
+    return table + ("\n" + "\n".join(notes) + "\n" if notes else "")
+
+
+def reliable_value(fig: dict | None, fmt=fraction) -> str:
+    """A figure's value for a table cell, or why it is not shown."""
+    if fig is None:
+        return "n/a"
+    return fmt(fig["value"]) if fig["reliable"] else f"too few items ({fig['n_items']:,})"
+
+
 # the human ceiling, one row per panel
 CEILING_COLUMNS = [("panel", TEXT), ("items", COUNT), ("pairwise acc", FRACTION), ("95 % CI", INTERVAL),
                    ("pairwise bal. acc", FRACTION), ("LOO acc", FRACTION), ("95 % CI", INTERVAL),
@@ -171,11 +234,107 @@ def figure_block(links) -> str:
     return "\n".join(f"![{title}]({path})" for title, path in links) + "\n"
 
 
+def agreement_sections(a, h: str) -> str:
+    """Humans-only agreement (every figure with its interval and support), the ceiling, the
+    per-pair κ, agreement within each slice and the rater profiles; then the panel augmented
+    with the sampling prior, named as upstream's figure."""
+    s, sm = a.subset, a.summary
+    aug, detail = sm["augmented_agreement"], sm["agreement_detail"]
+    ordinal = s.ordinal
+    names = ["exact_3way_binary", "pairwise_exact_binary", "pairwise_binary_kappa_mean",
+             "pairwise_binary_kappa_mean_items_weighted", "fleiss_binary_kappa", "krippendorff_alpha_binary"]
+    if ordinal:
+        names += ["exact_3way_ordinal", "pairwise_exact_ordinal", "pairwise_ordinal_kappa_mean",
+                  "pairwise_ordinal_kappa_quadratic_mean", "fleiss_ordinal_kappa", "krippendorff_alpha_ordinal"]
+    b = sm.get("bootstrap", {})
+    parts = [f"{h}# Agreement among the human raters\n\n"
+             f"Intervals: {b.get('draws')} bootstrap resamples of items (seed {b.get('seed')}), percentile method; "
+             "raters are held fixed, so every interval is conditional on these raters. A figure resting on fewer "
+             f"than {detail['min_items']:,} items is not shown as a number.\n\n" + figure_table(detail, names)]
+    pair_rows = detail.get("pair_kappas", [])
+    if pair_rows:
+        columns = [("pair", TEXT), ("items", COUNT), ("κ (binary)", SIGNED), ("band", TEXT)]
+        if ordinal:
+            columns += [("κ (ordinal)", SIGNED), ("κ (ordinal, quadratic)", SIGNED)]
+        columns = [(title, TEXT if kind == SIGNED else kind) for title, kind in columns]
+        rows = []
+        for r in pair_rows:
+            ok = r["n_items"] >= detail["min_items"]
+            shown = [signed(r[k]) if ok else f"too few items ({r['n_items']:,})"
+                     for k in ("kappa_binary", *(("kappa_ordinal", "kappa_ordinal_quadratic") if ordinal else ()))]
+            rows.append((r["pair"].replace("__", " – "), r["n_items"], shown[0], kappa_band(r["kappa_binary"]) if ok else "",
+                         *shown[1:]))
+        parts.append("\nCohen's κ per rater pair, on the items rated by exactly three raters that both rated:\n\n"
+                     + md_table(columns, rows))
+
+    parts.append(f"\n{h}# Human upper bound\n\n" + figure_table(detail, [
+        "human_pairwise_accuracy", "human_pairwise_accuracy_items_weighted", "human_pairwise_balanced_accuracy",
+        "human_loo_accuracy", "human_loo_balanced_accuracy"]))
+
+    by = sm.get(f"agreement_by_{s.type_slice}", [])
+    if by:
+        columns = [(s.type_slice, TEXT), ("items (≥2 raters)", COUNT), ("α (binary)", TEXT), ("95 % CI", TEXT)]
+        if ordinal:
+            columns += [("α (ordinal)", TEXT), ("95 % CI", TEXT)]
+        columns += [("items (3 raters)", COUNT), ("exact agreement (binary)", TEXT)]
+        rows = []
+        for r in by:
+            ok = r["reliable"]
+            cells = [r["slice"], r["n_items_two_or_more_raters"], signed(r["alpha_binary"]) if ok else "too few items",
+                     interval(r["alpha_binary_ci95"], signed) if ok else ""]
+            if ordinal:
+                cells += [signed(r["alpha_ordinal"]) if ok else "too few items",
+                          interval(r["alpha_ordinal_ci95"], signed) if ok else ""]
+            exact_ok = r["n_items_complete"] >= detail["min_items"]
+            cells += [r["n_items_complete"], fraction(r["exact_agreement_binary"]) if exact_ok else "too few items"]
+            rows.append(cells)
+        parts.append(f"\n{h}# Agreement within each {s.type_slice.replace('_', ' ')}\n\n"
+                     "Krippendorff's α within a slice says whether raters agree on *which* items of that kind "
+                     "show the target; the overall α also counts agreement that comes only from the slices "
+                     "differing from each other.\n\n" + md_table(columns, rows))
+
+    parts.append(rater_section(a, h))
+
+    parts.append(f"\n{h}# Upstream's figure: the panel with the sampling prior as a rater\n\n"
+                 f"The panel below adds one synthetic rater, `{PRESELECT_RATER}`, who votes the sampling prior on "
+                 "every item with ≥2 human raters. This is the upstream project's headline figure; it is not "
+                 "agreement among humans (the prior agrees with the majority it helps to form), so read the "
+                 "humans-only figures above for how far people agree.\n\n" + md_table(
+                     CEILING_COLUMNS,
+                     [("humans + sampling prior", aug["preselection_n_eligible_items"], aug["preselection_pairwise_accuracy"],
+                       None, aug["preselection_pairwise_balanced_accuracy"], aug["preselection_loo_accuracy"], None,
+                       aug["preselection_loo_balanced_accuracy"], aug["preselection_loo_n_annotations"])]))
+    return "".join(parts)
+
+
+RATER_COLUMNS = [("rater", TEXT), ("items", COUNT), ("present share", FRACTION), ("vs others' majority", TEXT),
+                 ("comparisons", COUNT), ("median reaction ms", COUNT), ("under 1 s", FRACTION),
+                 ("faster than the clip", FRACTION), ("pointed out", TEXT)]
+
+
+def rater_section(a, h: str) -> str:
+    """The rater profiles (raters.csv) in brief, with the rule that points raters out."""
+    t, info = a.raters, a.summary.get("raters", {})
+    if len(t) == 0:
+        return ""
+    from .raters import MIN_COMPARISONS
+
+    rows = [(r["rater"], r["items_rated"], r["share_present"],
+             fraction(r["agreement_with_others_majority"]) if r["loo_comparisons"] >= MIN_COMPARISONS else "too few",
+             r["loo_comparisons"],
+             r["median_reaction_time_ms"], r["share_under_1s"], r["share_faster_than_clip"],
+             r["flag_reasons"] or "no") for r in t.to_dict(orient="records")]
+    excluded = info.get("excluded") or []
+    return (f"\n{h}# Raters\n\nOne row per rater (the full profile, with κ against each other rater, is "
+            f"`raters.csv`). Rule: {info.get('flag_rule', '')}. Nothing is excluded automatically; re-run with "
+            "`--exclude-raters` to see the figures without a rater."
+            + (f" This run excluded: {', '.join(excluded)}." if excluded else "") + "\n\n" + md_table(RATER_COLUMNS, rows))
+
+
 def subset_section(a, level: int = 2, figures=None) -> str:
     """The per-subset part of the analysis report (also written on its own)."""
     s, sm = a.subset, a.summary
     h = "#" * level
-    ag, aug = sm["agreement"], sm["augmented_agreement"]
     pos, _ = s.target_words
     parts = [f"{h} {s.name}\n"]
     coverage = ", ".join(f"{n} rater{'s' if n != '1' else ''}: {c:,}" for n, c in sm["rater_coverage"].items())
@@ -192,41 +351,7 @@ def subset_section(a, level: int = 2, figures=None) -> str:
                  f"prior on {pct(sm[s.prior_match_rate_key])} of items; {pct(sm[s.positive_rate_key])} of items have a "
                  f"{pos} majority.\n")
 
-    rows = [("exact agreement, complete items (binary)", fraction(ag.get("exact_3way_binary")))]
-    if s.ordinal:
-        rows.append(("exact agreement, complete items (ordinal)", fraction(ag.get("exact_3way_ordinal"))))
-    rows += [("pairwise exact agreement (binary)", fraction(ag.get("pairwise_exact_binary")))]
-    if s.ordinal:
-        rows.append(("pairwise exact agreement (ordinal)", fraction(ag.get("pairwise_exact_ordinal"))))
-    rows.append(("mean pairwise Cohen's κ (binary)", signed(ag["pairwise_binary_kappa"]["mean"])))
-    if s.ordinal:
-        rows.append(("mean pairwise Cohen's κ (ordinal)", signed(ag["pairwise_ordinal_kappa"]["mean"])))
-    rows.append(("Fleiss' κ, complete items (binary)", signed(ag.get("fleiss_binary_kappa"))))
-    if s.ordinal:
-        rows.append(("Fleiss' κ, complete items (ordinal)", signed(ag.get("fleiss_ordinal_kappa"))))
-    rows.append(("Krippendorff's α, items with ≥2 raters (binary)", signed(ag.get("krippendorff_alpha_binary"))))
-    if s.ordinal:
-        rows.append(("Krippendorff's α, items with ≥2 raters (ordinal)", signed(ag.get("krippendorff_alpha_ordinal"))))
-    parts.append(f"{h}# Agreement\n\n" + md_table([("statistic", TEXT), ("value", TEXT)], rows))
-    kappas = [(k.replace("__", " – "), v, kappa_band(v)) for k, v in ag["pairwise_binary_kappa"].items() if k != "mean"]
-    if kappas:
-        parts.append("\nCohen's κ per rater pair (binary, complete items both rated):\n\n"
-                     + md_table([("pair", TEXT), ("κ", SIGNED), ("band", TEXT)], kappas))
-
-    parts.append(f"\n{h}# Human upper bound\n\n" + md_table(
-        CEILING_COLUMNS,
-        [
-            ("humans only", sm["items_total"], ag["human_pairwise_accuracy"], ag.get("human_pairwise_accuracy_ci95"),
-             ag["human_pairwise_balanced_accuracy"], ag["human_loo_accuracy"], ag.get("human_loo_accuracy_ci95"),
-             ag["human_loo_balanced_accuracy"], ag["human_loo_n_annotations"]),
-            ("humans + sampling prior", aug["preselection_n_eligible_items"], aug["preselection_pairwise_accuracy"], None,
-             aug["preselection_pairwise_balanced_accuracy"], aug["preselection_loo_accuracy"], None,
-             aug["preselection_loo_balanced_accuracy"], aug["preselection_loo_n_annotations"]),
-        ],
-    ))
-    b = sm.get("bootstrap", {})
-    parts.append(f"\nIntervals: {b.get('draws')} bootstrap resamples of items (seed {b.get('seed')}), percentile method.\n")
-
+    parts.append(agreement_sections(a, h))
     for t in s.slice_tables:
         parts.append(f"\n{h}# Per {t.key.replace('_', ' ')}\n\n" + df_table(a.tables[t.file], slice_table_kinds(t)))
     tables = {t.file: t for t in s.slice_tables}
@@ -250,45 +375,52 @@ def analysis_report(results: list, title: str = "emolia-bench — human agreemen
     parts = [f"# {title}\n"]
     if figures:
         parts.append(figure_block(figures[:2]))
-    parts.append("## Headline: agreement of the panel augmented with the sampling prior\n\n" + md_table(
-        [("subset", TEXT), ("eligible items", COUNT), ("pairwise acc", FRACTION), ("pairwise bal. acc", FRACTION),
-         ("LOO acc", FRACTION), ("LOO bal. acc", FRACTION), ("LOO n", COUNT)],
-        [(a.subset.name, a.summary["augmented_agreement"]["preselection_n_eligible_items"],
-          a.summary["augmented_agreement"]["preselection_pairwise_accuracy"],
-          a.summary["augmented_agreement"]["preselection_pairwise_balanced_accuracy"],
-          a.summary["augmented_agreement"]["preselection_loo_accuracy"],
-          a.summary["augmented_agreement"]["preselection_loo_balanced_accuracy"],
-          a.summary["augmented_agreement"]["preselection_loo_n_annotations"]) for a in results],
+
+    def fig(a, name, fmt=fraction):
+        f = a.summary["agreement_detail"]["figures"].get(name)
+        return reliable_value(f, fmt), (interval(f["ci95"], fmt) if f and f["reliable"] else "")
+
+    rows = []
+    for a in results:
+        d = a.summary["agreement_detail"]["figures"]
+        rows.append((a.subset.name, *fig(a, "human_pairwise_accuracy"), d["human_pairwise_accuracy"]["n_items"],
+                     *fig(a, "human_loo_accuracy"), d["human_loo_accuracy"]["n_comparisons"],
+                     *fig(a, "pairwise_binary_kappa_mean", signed), *fig(a, "fleiss_binary_kappa", signed),
+                     *fig(a, "krippendorff_alpha_binary", signed)))
+    parts.append("## Agreement among the human raters\n\n"
+                 "Read these first: how far people agree with each other. Intervals resample items with the raters "
+                 "held fixed (conditional on these raters); a figure resting on too few items is not shown as a "
+                 "number (see each subset's section).\n\n" + md_table(
+                     [("subset", TEXT), ("pairwise acc", TEXT), ("95 % CI", TEXT), ("items", COUNT), ("LOO acc", TEXT),
+                      ("95 % CI", TEXT), ("LOO comparisons", COUNT), ("mean pairwise κ", TEXT), ("95 % CI", TEXT),
+                      ("Fleiss' κ", TEXT), ("95 % CI", TEXT), ("Krippendorff's α", TEXT), ("95 % CI", TEXT)], rows))
+    parts.append("\n## Quick stats\n\n" + md_table(
+        [("subset", TEXT), ("annotators", COUNT), ("complete items", COUNT), ("annotations", COUNT),
+         ("majority-positive rate", FRACTION), ("mean pairwise κ (binary)", TEXT), ("Fleiss κ (binary)", TEXT)],
+        [(a.subset.name, len(a.summary["annotators"]), a.summary["items_complete"], a.summary["rows_deduplicated"],
+          a.summary[a.subset.positive_rate_key], fig(a, "pairwise_binary_kappa_mean", signed)[0],
+          fig(a, "fleiss_binary_kappa", signed)[0]) for a in results],
     ))
-    parts.append(
-        f"\nThe augmented panel adds one synthetic rater, `{PRESELECT_RATER}`, whose vote on each item with ≥2 "
-        "human raters is the sampling prior (what the item was sampled to be). It is derived from the "
-        "sampling design, not from any model's output.\n"
-    )
-    parts.append("## How the sampling prior matches the human consensus\n\n" + md_table(
+    parts.append("\n## Upstream's headline: the panel with the sampling prior as a rater\n\n"
+                 f"The upstream project's headline adds one synthetic rater, `{PRESELECT_RATER}`, whose vote on each "
+                 "item with ≥2 human raters is the sampling prior (what the item was sampled to be; derived from the "
+                 "sampling design, not from any model's output). It is kept so upstream's figures reproduce; it is "
+                 "not agreement among humans — the prior agrees with the majority it helps to form — so read the "
+                 "humans-only table above.\n\n" + md_table(
+                     [("subset", TEXT), ("eligible items", COUNT), ("pairwise acc", FRACTION), ("pairwise bal. acc", FRACTION),
+                      ("LOO acc", FRACTION), ("LOO bal. acc", FRACTION), ("LOO n", COUNT), ("Fleiss' κ", SIGNED)],
+                     [(a.subset.name, a.summary["augmented_agreement"]["preselection_n_eligible_items"],
+                       a.summary["augmented_agreement"]["preselection_pairwise_accuracy"],
+                       a.summary["augmented_agreement"]["preselection_pairwise_balanced_accuracy"],
+                       a.summary["augmented_agreement"]["preselection_loo_accuracy"],
+                       a.summary["augmented_agreement"]["preselection_loo_balanced_accuracy"],
+                       a.summary["augmented_agreement"]["preselection_loo_n_annotations"],
+                       a.summary["augmented_agreement"]["preselection_fleiss_kappa"]) for a in results]))
+    parts.append("\n## How the sampling prior matches the human consensus\n\n" + md_table(
         [("subset", TEXT), ("items (majority not tied)", COUNT), ("accuracy", FRACTION), ("balanced accuracy", FRACTION)],
         [(a.subset.name, a.summary["augmented_agreement"]["gemini_vs_human_consensus_n_items"],
           a.summary["augmented_agreement"]["gemini_vs_human_consensus_accuracy"],
-          a.summary["augmented_agreement"]["gemini_vs_human_consensus_balanced_accuracy"]) for a in results],
-    ))
-    parts.append("\n## Humans-only ceiling\n\n" + md_table(
-        [("subset", TEXT), ("pairwise exact (complete items)", FRACTION), ("pairwise acc", FRACTION), ("95 % CI", INTERVAL),
-         ("pairwise bal. acc", FRACTION), ("LOO acc", FRACTION), ("95 % CI", INTERVAL), ("LOO bal. acc", FRACTION),
-         ("LOO n", COUNT)],
-        [(a.subset.name, a.summary["agreement"]["pairwise_exact_binary"], a.summary["agreement"]["human_pairwise_accuracy"],
-          a.summary["agreement"].get("human_pairwise_accuracy_ci95"),
-          a.summary["agreement"]["human_pairwise_balanced_accuracy"], a.summary["agreement"]["human_loo_accuracy"],
-          a.summary["agreement"].get("human_loo_accuracy_ci95"),
-          a.summary["agreement"]["human_loo_balanced_accuracy"], a.summary["agreement"]["human_loo_n_annotations"])
-         for a in results],
-    ))
-    parts.append("\n## Quick stats\n\n" + md_table(
-        [("subset", TEXT), ("annotators", COUNT), ("complete items", COUNT), ("annotations", COUNT),
-         ("majority-positive rate", FRACTION), ("mean pairwise κ (binary)", SIGNED), ("Fleiss κ (binary)", SIGNED)],
-        [(a.subset.name, len(a.summary["annotators"]), a.summary["items_complete"], a.summary["rows_deduplicated"],
-          a.summary[a.subset.positive_rate_key], a.summary["agreement"]["pairwise_binary_kappa"]["mean"],
-          a.summary["agreement"]["fleiss_binary_kappa"]) for a in results],
-    ))
+          a.summary["augmented_agreement"]["gemini_vs_human_consensus_balanced_accuracy"]) for a in results]))
     for a in results:
         own = [(t, p) for t, p in (figures or [])[2:] if p.startswith(a.subset.name + "/")]
         parts.append("\n" + subset_section(a, level=2, figures=own))

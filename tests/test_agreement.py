@@ -40,6 +40,11 @@ def votes_frame(votes=VOTES) -> pd.DataFrame:
     return df
 
 
+def alone(figure, seed, draws=1000):
+    """The interval of a figure's first statistic, bootstrapped on its own."""
+    return ag.bootstrap_intervals([figure], seed, draws)[figure.names[0]]
+
+
 @pytest.fixture
 def votes():
     return votes_frame()
@@ -148,10 +153,10 @@ def test_augmented_panel(votes):
 
 def test_bootstrap_intervals_bracket_the_estimate_and_are_seeded(votes):
     pairs = ag.co_rated_pairs(votes)
-    ci = ag.pairwise_accuracy_resampled(pairs).interval(seed=1, draws=1000)
+    ci = alone(ag.pairwise_accuracy_resampled(pairs), seed=1)
     assert ci[0] <= 1.9 / 3 <= ci[1] and 0 <= ci[0] < ci[1] <= 1
-    assert ci == ag.pairwise_accuracy_resampled(pairs).interval(seed=1, draws=1000)
-    loo = ag.loo_accuracy_resampled(votes).interval(seed=1, draws=1000)
+    assert ci == alone(ag.pairwise_accuracy_resampled(pairs), seed=1)
+    loo = alone(ag.loo_accuracy_resampled(votes), seed=1)
     assert loo[0] <= 0.75 <= loo[1]
 
 
@@ -226,25 +231,25 @@ def test_both_ceiling_intervals_share_one_set_of_resamples_when_their_items_coin
     # same seed draws the same resamples).
     full = votes_frame({i: {0: i % 2, 1: (i // 2) % 2, 2: 1} for i in range(30)})
     pairs = ag.co_rated_pairs(full)
-    alone = (ag.pairwise_accuracy_resampled(pairs).interval(seed=4, draws=1000),
-             ag.loo_accuracy_resampled(full).interval(seed=4, draws=1000))
+    each = (alone(ag.pairwise_accuracy_resampled(pairs), seed=4),
+            alone(ag.loo_accuracy_resampled(full), seed=4))
     drawn = []
     real = resampling.bootstrap_weights
     monkeypatch.setattr(resampling, "bootstrap_weights", lambda n, *a, **k: drawn.append(n) or real(n, *a, **k))
-    assert ag.ceiling_intervals(pairs, full, seed=4, draws=1000) == alone
+    assert ag.ceiling_intervals(pairs, full, seed=4, draws=1000) == each
     assert drawn == [30]
     # the fixture's panel has items rated by two only: two sets of units, two draws, same values
     pairs = ag.co_rated_pairs(votes)
-    alone = (ag.pairwise_accuracy_resampled(pairs).interval(seed=1, draws=1000),
-             ag.loo_accuracy_resampled(votes).interval(seed=1, draws=1000))
+    each = (alone(ag.pairwise_accuracy_resampled(pairs), seed=1),
+            alone(ag.loo_accuracy_resampled(votes), seed=1))
     drawn.clear()
-    assert ag.ceiling_intervals(pairs, votes, seed=1, draws=1000) == alone
+    assert ag.ceiling_intervals(pairs, votes, seed=1, draws=1000) == each
     assert len(drawn) == 2 and drawn[0] != drawn[1]
 
 
 def test_bootstrap_constant_data_gives_a_point_interval():
     v = votes_frame({i: {0: 1, 1: 1, 2: 1} for i in range(20)})
-    assert ag.pairwise_accuracy_resampled(ag.co_rated_pairs(v)).interval(seed=0, draws=1000) == [1.0, 1.0]
+    assert alone(ag.pairwise_accuracy_resampled(ag.co_rated_pairs(v)), seed=0) == [1.0, 1.0]
 
 
 def test_pairwise_figures_equal_scikit_learn_on_random_panels():

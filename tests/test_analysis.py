@@ -60,7 +60,20 @@ def test_worked_example_ours_additions(worked_outputs):
         text = (worked_outputs / name).read_text()
         assert "NaN" not in text and "nan" not in text.split()
     report = (worked_outputs / "report.md").read_text()
-    assert "not from any model" in report and "0.569" in report  # corrected pairwise exact, 3 decimals
+    assert "not from any model" in report
+    # the corrected pairwise exact agreement (0.569444…) rests on 4 complete items: below the
+    # default --min-items it is a sentence, not a number; with --min-items 1 it is shown
+    assert "- pairwise exact agreement (binary): 4 items rated by exactly three raters: too few" in report
+    assert "0.569" not in report
+
+
+def test_min_items_decides_which_figures_are_shown(tmp_path):
+    r = run_script("analysis.py", "--annotations-root", WORKED / "input" / "annotations", "--output-root", tmp_path,
+                   "--min-items", "1", "--subsets", "emolia-emo")
+    assert r.returncode == 0, r.stderr
+    report = (tmp_path / "report.md").read_text()
+    assert "| pairwise exact agreement (binary) | 0.569 |" in report  # corrected pairwise exact, 3 decimals
+    assert json.loads((tmp_path / "emolia-emo/summary.json").read_text())["agreement_detail"]["min_items"] == 1
 
 
 def test_two_runs_write_identical_bytes(worked_outputs, tmp_path):
