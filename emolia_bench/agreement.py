@@ -513,22 +513,17 @@ def pair_kappas(pairs: pd.DataFrame, raters: list[str], ordinal: bool, n_values:
     return out
 
 
-def agreement_detail(votes: pd.DataFrame, raters: list[str], ordinal: bool, n_values: int, agreement: dict,
-                     min_items: int = MIN_ITEMS, seed: int = BOOTSTRAP_SEED, draws: int = BOOTSTRAP_DRAWS) -> dict:
-    """``summary.json["agreement_detail"]``: each figure of ``agreement`` (and the items-weighted
-    pairwise means beside upstream's unweighted ones) with its value, 95 % interval, the items
-    and comparisons it rests on, and ``reliable`` = at least ``min_items`` items; the per-pair κ
-    table. Comparisons: rater pairs within items (pairwise figures, κ, α), or held-out votes (LOO).
-    """
+def agreement_intervals(votes: pd.DataFrame, ordinal: bool, n_values: int, seed: int = BOOTSTRAP_SEED,
+                        draws: int = BOOTSTRAP_DRAWS) -> dict[str, list[float] | None]:
+    """The item-bootstrap interval of every agreement figure that has one, in one pass: the
+    pairwise and leave-one-out accuracy (the ceiling; the same values :func:`ceiling_intervals`
+    gives), the mean pairwise κ and its items-weighted mean, Fleiss' κ and Krippendorff's α
+    (binary; ordinal ones too for an ordinal subset). Figures over the same items share their
+    resamples (:func:`bootstrap_intervals`)."""
     cols = ("binary", "value") if ordinal else ("binary",)
     pairs = co_rated_pairs(votes, cols)
-    n_votes = votes_per_item(votes)
-    complete_items = np.unique(votes.loc[n_votes == 3, "item"].to_numpy())
+    complete_items = np.unique(votes.loc[votes_per_item(votes) == 3, "item"].to_numpy())
     cpairs = pairs[pairs["item"].isin(complete_items)]
-    multi = votes[n_votes >= 2]
-    m = np.bincount(pd.factorize(multi["item"])[0]) if len(multi) else np.empty(0, np.int64)
-    comp = loo_comparisons(votes)
-
     matrices = {"fleiss_binary_kappa": (complete_matrix(votes, "binary"), 2)}
     alphas = {"krippendorff_alpha_binary": ("binary", 2, "nominal")}
     if ordinal:
@@ -540,7 +535,26 @@ def agreement_detail(votes: pd.DataFrame, raters: list[str], ordinal: bool, n_va
     if ordinal:
         figures.append(kappa_resampled(cpairs, "value", n_values, "pairwise_ordinal_kappa_mean",
                                        "pairwise_ordinal_kappa_quadratic_mean"))
-    ci = bootstrap_intervals(figures, seed, draws)
+    return bootstrap_intervals(figures, seed, draws)
+
+
+def agreement_detail(votes: pd.DataFrame, raters: list[str], ordinal: bool, n_values: int, agreement: dict,
+                     intervals: dict, min_items: int = MIN_ITEMS) -> dict:
+    """``summary.json["agreement_detail"]``: each figure of ``agreement`` (and the items-weighted
+    pairwise means beside upstream's unweighted ones) with its value, its 95 % interval (from
+    ``intervals``, :func:`agreement_intervals`), the items and comparisons it rests on, and
+    ``reliable`` = at least ``min_items`` items; the per-pair κ table. Comparisons: rater pairs
+    within items (pairwise figures, κ, α), or held-out votes (LOO).
+    """
+    cols = ("binary", "value") if ordinal else ("binary",)
+    pairs = co_rated_pairs(votes, cols)
+    n_votes = votes_per_item(votes)
+    complete_items = np.unique(votes.loc[n_votes == 3, "item"].to_numpy())
+    cpairs = pairs[pairs["item"].isin(complete_items)]
+    multi = votes[n_votes >= 2]
+    m = np.bincount(pd.factorize(multi["item"])[0]) if len(multi) else np.empty(0, np.int64)
+    comp = loo_comparisons(votes)
+    ci = intervals
 
     # point values of the figures that agreement does not hold
     _, _, t = pair_tables(cpairs, "binary", 2)
@@ -636,8 +650,10 @@ def agreement_by_slice(votes: pd.DataFrame, slice_of_item: pd.Series, ordinal: b
 
 
 def human_agreement(votes: pd.DataFrame, raters: list[str], ordinal: bool, n_values: int,
-                    seed: int = BOOTSTRAP_SEED, draws: int = BOOTSTRAP_DRAWS) -> dict:
-    """``summary.json["agreement"]`` for one subset, keys in the upstream order."""
+                    seed: int = BOOTSTRAP_SEED, draws: int = BOOTSTRAP_DRAWS, intervals: dict | None = None) -> dict:
+    """``summary.json["agreement"]`` for one subset, keys in the upstream order. The ceiling's
+    intervals come from ``intervals`` (:func:`agreement_intervals`, which computes them with the
+    other figures' in one pass) or, without it, from :func:`ceiling_intervals`."""
     cols = ("binary", "value") if ordinal else ("binary",)
     pairs = co_rated_pairs(votes, cols)
     complete_items = votes.loc[votes_per_item(votes) == 3, "item"].unique()
@@ -667,7 +683,11 @@ def human_agreement(votes: pd.DataFrame, raters: list[str], ordinal: bool, n_val
     a["krippendorff_alpha_binary"] = krippendorff_alpha(votes, "binary", 2, "nominal")
     if ordinal:
         a["krippendorff_alpha_ordinal"] = krippendorff_alpha(votes, "value", n_values, "ordinal")
-    a["human_pairwise_accuracy_ci95"], a["human_loo_accuracy_ci95"] = ceiling_intervals(pairs, votes, seed, draws)
+    if intervals is None:
+        a["human_pairwise_accuracy_ci95"], a["human_loo_accuracy_ci95"] = ceiling_intervals(pairs, votes, seed, draws)
+    else:
+        a["human_pairwise_accuracy_ci95"] = intervals.get("human_pairwise_accuracy")
+        a["human_loo_accuracy_ci95"] = intervals.get("human_loo_accuracy")
     return a
 
 

@@ -56,7 +56,8 @@ def random_panel(rng, n_items, n_raters=3, n_values=3, sparse=False):
 def test_every_figure_carries_its_items_and_comparisons():
     votes = votes_frame()
     agreement = ag.human_agreement(votes, RATERS, ordinal=False, n_values=2, seed=1, draws=1000)
-    d = ag.agreement_detail(votes, RATERS, False, 2, agreement, min_items=5, seed=1, draws=1000)
+    intervals = ag.agreement_intervals(votes, ordinal=False, n_values=2, seed=1, draws=1000)
+    d = ag.agreement_detail(votes, RATERS, False, 2, agreement, intervals, min_items=5)
     f = d["figures"]
     # complete items i1–i4: 4 items, 3 rater pairs each = 12 comparisons; Fleiss: 3 pairs per item
     assert (f["pairwise_binary_kappa_mean"]["n_items"], f["pairwise_binary_kappa_mean"]["n_comparisons"]) == (4, 12)
@@ -77,7 +78,7 @@ def test_every_figure_carries_its_items_and_comparisons():
     # every pair shares the same 4 complete items, so the items-weighted κ mean is the plain mean
     assert f["pairwise_binary_kappa_mean_items_weighted"]["value"] == pytest.approx(agreement["pairwise_binary_kappa"]["mean"])
     assert f["pairwise_binary_kappa_mean"]["value"] == agreement["pairwise_binary_kappa"]["mean"]
-    # the ceiling intervals are the ones human_agreement already wrote
+    # the ceiling intervals computed with the others are the ones ceiling_intervals gives alone
     assert f["human_pairwise_accuracy"]["ci95"] == agreement["human_pairwise_accuracy_ci95"]
     assert f["human_loo_accuracy"]["ci95"] == agreement["human_loo_accuracy_ci95"]
     assert "conditional on these raters" in d["intervals"]
