@@ -82,6 +82,7 @@ def main() -> int:
             outputs[f"{name}/{file}"] = csv_bytes(table)
         outputs[f"{name}/incomplete_items.csv"] = csv_bytes(r.incomplete)
         outputs[f"{name}/raters.csv"] = csv_bytes(r.raters)
+        outputs[f"{name}/votes.csv"] = csv_bytes(r.votes)
         outputs[f"{name}/summary.json"] = json_bytes(r.summary)
         outputs[f"{name}/report.md"] = subset_section(r, level=1, figures=links.get(name)).encode()
     outputs["report.md"] = analysis_report(results, figures=links.get("report")).encode()

@@ -84,7 +84,7 @@ def main() -> int:
     from emolia_bench.outputs import csv_bytes, json_bytes, write_outputs
     from emolia_bench.reports import benchmark_report
     from emolia_bench.scorers import get_scorer, progress_bar
-    from emolia_bench.selection import Filters, apply_filters, build_rows, load_labels
+    from emolia_bench.selection import Filters, apply_filters, build_rows, load_labels, load_votes
     from emolia_bench.subsets import subsets_to_run
 
     filters = Filters(min_raters=max(args.min_raters, 3 if args.require_3_raters else 1),
@@ -107,20 +107,21 @@ def main() -> int:
     plans = []
     for subset in subsets_to_run(args.subset, args.analysis_root, "benchmark_labels.csv"):
         labels = load_labels(args.analysis_root / subset.name / "benchmark_labels.csv", subset)
+        votes = load_votes(args.analysis_root / subset.name / "votes.csv", subset)
         kept, stats = apply_filters(labels, filters)
         if args.limit is not None:
             kept = kept.head(args.limit)
-        plans.append((subset, build_rows(kept, subset, args.dataset_root), stats))
+        plans.append((subset, build_rows(kept, subset, args.dataset_root), stats, votes))
 
     results, failed = [], 0
-    for subset, rows, stats in plans:
+    for subset, rows, stats, votes in plans:
         with_audio = rows[rows["audio_path"].notna()]
         with progress_bar(scorer, len(with_audio), f"{subset.name} ({scorer.mode})") as bar:
             result = scorer.score(with_audio, args.dataset_root, bar)
         predictions = predictions_frame(rows, result, subset, args.threshold, args.dataset_root)
         human = load_human_numbers(args.analysis_root / subset.name / "summary.json")
         r = evaluate(subset, rows, predictions, mode=scorer.mode, endpoint=scorer.endpoint, threshold=args.threshold,
-                     filter_mode=filters.mode_name(subset), filter_stats=stats, human=human,
+                     filter_mode=filters.mode_name(subset), filter_stats=stats, human=human, votes=votes,
                      seed=args.seed, draws=args.bootstrap_draws)
         results.append(r)
         failed += r.summary["evaluation_errors"]

@@ -16,6 +16,7 @@ from .labels import (
     item_table,
     slice_table,
     unmatched_flags,
+    votes_table,
 )
 from .raters import FLAG_RULE, clip_durations_ms, rater_profiles
 from .subsets import Subset
@@ -41,6 +42,7 @@ class SubsetAnalysis:
     flags: pd.DataFrame | None = None
     unmatched: pd.DataFrame = field(default_factory=pd.DataFrame)
     raters: pd.DataFrame = field(default_factory=pd.DataFrame)  # one profile per rater (raters.csv)
+    votes: pd.DataFrame = field(default_factory=pd.DataFrame)  # the cleaned votes (votes.csv)
 
 
 def flag_records(flags: pd.DataFrame | None) -> list[dict]:
@@ -125,6 +127,7 @@ def analyze_subset(subset: Subset, ann: pd.DataFrame, users: pd.DataFrame, flags
     profiles = rater_profiles(clean, votes, raters, clip_ms)
     s["raters"] = {"flag_rule": FLAG_RULE, "flagged": profiles.loc[profiles["flagged"], "rater"].tolist() if len(profiles) else [],
                    "excluded": excluded}
-    return SubsetAnalysis(subset, labels, tables, incomplete_items(items, subset), s, users, flags, unmatched, profiles)
+    return SubsetAnalysis(subset, labels, tables, incomplete_items(items, subset), s, users, flags, unmatched, profiles,
+                          votes_table(clean, subset))
 
 

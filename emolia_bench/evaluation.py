@@ -12,9 +12,10 @@ import pandas as pd
 
 from .analysis import HUMAN_ALIASES
 from .defaults import BOOTSTRAP_DRAWS, BOOTSTRAP_SEED
-from .metrics import band, best_threshold, slice_report
+from .metrics import band, best_threshold, binary_metrics, slice_report
 from .scorers import ScoreResult
 from .subsets import Subset
+from .vs_humans import vs_humans
 
 AUDIO_MISSING = "audio_missing"
 SLICE_FIELDS = ("n", "accuracy", "balanced_accuracy", "f1")
@@ -75,7 +76,7 @@ def _record(key: str, value, m: dict, fields) -> dict:
 
 
 def evaluate(subset: Subset, rows: pd.DataFrame, predictions: pd.DataFrame, *, mode: str, endpoint,
-             threshold: float, filter_mode: str, filter_stats: dict, human: dict,
+             threshold: float, filter_mode: str, filter_stats: dict, human: dict, votes: pd.DataFrame | None = None,
              seed: int = BOOTSTRAP_SEED, draws: int = BOOTSTRAP_DRAWS) -> BenchmarkResult:
     scored = predictions[predictions["ok"]].copy()
     scored["pred_present"] = scored["pred_present"].astype(np.int64)
@@ -122,4 +123,10 @@ def evaluate(subset: Subset, rows: pd.DataFrame, predictions: pd.DataFrame, *, m
                        if len(sims) else {"min": None, "median": None, "max": None})
     s["best_threshold"] = best_threshold(scored["majority_present"].to_numpy(), sims)
     s["bootstrap"] = {"seed": seed, "draws": draws, "unit": "clip", "interval": "percentile 95%"}
+    # [ours] the baseline that costs nothing: the sampling prior as a decision, against the majority
+    prior = scored[subset.prior_column].isin(subset.prior_positive).to_numpy().astype(np.int64)
+    s["sampling_prior_vs_majority"] = {k: v for k, v in binary_metrics(scored["majority_present"].to_numpy(), prior).items()
+                                       if k in ("n", "accuracy", "balanced_accuracy")}
+    if votes is not None:  # [ours] the model as one more rater, on the humans' own targets
+        s["vs_humans"] = vs_humans(scored, votes, subset, seed, draws)
     return BenchmarkResult(subset, predictions, tables, s, scored["majority_present"].to_numpy(), sims)

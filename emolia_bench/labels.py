@@ -43,6 +43,21 @@ def clean_annotations(ann: pd.DataFrame, subset: Subset) -> pd.DataFrame:
     return df
 
 
+VOTE_COLUMNS = ("rater", "rating", "binary")
+
+
+def votes_table(clean: pd.DataFrame, subset: Subset) -> pd.DataFrame:
+    """votes.csv: the cleaned votes (each rater's latest vote per item), one row per item and
+    rater — the item key, ``rater``, ``rating`` and its 0/1 ``binary`` value — sorted by key then
+    rater, for downstream stages that compare a model with each human (benchmark.py)."""
+    keys = list(subset.item_key)
+    out = clean[keys].copy()
+    out["rater"] = clean["username"].to_numpy()
+    out["rating"] = clean["rating"].to_numpy()
+    out["binary"] = clean["binary"].to_numpy()
+    return out.sort_values([*keys, "rater"], kind="stable").reset_index(drop=True)
+
+
 def sorted_group_codes(columns: list[pd.Series]) -> np.ndarray:
     """Code of each row's key tuple, numbered in sorted tuple order (``groupby(sort=True).ngroup()``).
 

@@ -436,8 +436,9 @@ def score_rubric(s: dict) -> str:
     from .metrics import BANDS
 
     rows = [("primary metric", "balanced accuracy (mean of recall on present and on absent)"),
-            ("chance", fraction(0.5)),
-            ("majority baseline (always the more common answer)", fraction(s["majority_baseline"])),
+            ("chance, and any constant predictor (always present or always absent)", fraction(0.5)),
+            ("the sampling prior as a predictor (costs nothing)",
+             fraction((s.get("sampling_prior_vs_majority") or {}).get("balanced_accuracy"))),
             ("human pairwise accuracy (ceiling)", fraction(s.get("human_accuracy_binary"))),
             ("human pairwise balanced accuracy", fraction(s.get("human_balanced_accuracy_binary"))),
             ("human leave-one-out accuracy", fraction(s.get("human_loo_accuracy_binary"))),
@@ -472,11 +473,37 @@ def _slice_table(records: list, key: str) -> str:
                       r["accuracy"], r["f1"], r.get("auroc")) for r in records])
 
 
+def vs_humans_table(v: dict) -> str:
+    """The model as one more rater (summary.json["vs_humans"]): one row per scorer kind."""
+    pw, loo = v["pairwise"], v["leave_one_out"]
+    names = (("human (each rater vs each other)", "human"), ("this model", "model"),
+             ("sampling prior (costs nothing)", "sampling_prior"))
+    rows = []
+    for title, key in names:
+        p, lo = pw.get(key, {}), loo.get(key, {})
+        rows.append((title, p.get("accuracy"), p.get("balanced_accuracy"), p.get("kappa"), lo.get("accuracy"),
+                     lo.get("balanced_accuracy"), lo.get("balanced_accuracy_minus_human"),
+                     interval(lo.get("balanced_accuracy_minus_human_ci95"), signed)))
+    rows.append(("chance (a fair coin)", 0.5, 0.5, 0.0, 0.5, 0.5, None, "n/a"))
+    return ("## The model as one more rater\n\n"
+            "Scored exactly as a human is, on the humans' own targets. *Pairwise*: against each rater's votes on the "
+            f"items that rater rated, averaged over raters ({pw['model']['n_raters']} raters, "
+            f"{pw['model']['n_comparisons']:,} votes); the human row is each rater against each other rater on the same "
+            f"items. *Leave-one-out*: on the {loo['n_comparisons']:,} identical comparisons (item, held-out rater) where "
+            f"the other raters' majority is defined ({loo['n_items']:,} items): the held-out human's vote and the "
+            "model's decision against the same target; Δ is model − human, with a paired clip-bootstrap interval.\n\n"
+            + md_table([("rater", TEXT), ("pairwise acc", FRACTION), ("pairwise bal. acc", FRACTION), ("pairwise κ", SIGNED),
+                        ("LOO acc", FRACTION), ("LOO bal. acc", FRACTION), ("Δ bal. acc vs human", SIGNED),
+                        ("95 % CI", TEXT)], rows))
+
+
 def benchmark_report(r, figures=None) -> str:
     s, subset = r.summary, r.subset
     sim = s["similarity"]
     fs = s["filter_stats"]
     parts = [f"# {subset.name} — benchmark report\n", score_rubric(s)]
+    if "vs_humans" in s:
+        parts.append(vs_humans_table(s["vs_humans"]))
     endpoint = s["endpoint"] if isinstance(s["endpoint"], (str, type(None))) else ", ".join(s["endpoint"])
     parts.append(
         "## Run\n\n"

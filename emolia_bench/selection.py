@@ -43,6 +43,28 @@ def load_labels(path: Path, subset: Subset) -> pd.DataFrame:
     return out
 
 
+def load_votes(path: Path, subset: Subset) -> pd.DataFrame:
+    """votes.csv of ``subset`` (written by analysis.py), validated: the item key, ``rater``,
+    ``rating`` on the subset's scale and ``binary`` 0/1 consistent with it."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(path, "not found; it is written by analysis.py since the model-vs-human comparison was "
+                               "added: re-run analysis.py")
+    df = read_csv_strings(path, [*subset.item_key, "rater", "rating", "binary"], allow_no_rows=True)
+    check_values(path, df, "rating", subset.scale)
+    check_values(path, df, "binary", ("0", "1"))
+    expected = df["rating"].map({label: str(int(i >= subset.present_from)) for i, label in enumerate(subset.scale)})
+    bad = expected != df["binary"]
+    if bad.any():
+        i = int(np.flatnonzero(bad.to_numpy())[0])
+        raise InputError(path, f"binary {df['binary'].iloc[i]!r} does not match rating {df['rating'].iloc[i]!r}",
+                         row=i + 1, column="binary")
+    out = df.copy()
+    out["binary"] = out["binary"].astype(np.int64)
+    out["value"] = out["rating"].map({label: i for i, label in enumerate(subset.scale)}).astype(np.int64)
+    return out
+
+
 @dataclass(frozen=True)
 class Filters:
     min_raters: int = 1

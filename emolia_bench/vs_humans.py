@@ -1,0 +1,132 @@
+"""The model as one more rater, scored on the humans' own targets (``summary.json["vs_humans"]``).
+
+The benchmark's headline scores the model against the majority of *all* raters of an item; the
+human ceiling scores each rater against the *other* raters. Those targets differ, so the two
+numbers cannot be compared. Here the model (and, as references, the sampling prior and chance)
+is scored exactly as a human is:
+
+* **pairwise** — for every human rater, the model's decisions against that rater's votes on the
+  items the rater rated (and the model scored): accuracy, balanced accuracy (undefined unless
+  the rater used both answers) and Cohen's κ (undefined when chance agreement is 1); each
+  averaged over raters with equal weight, as the human pairwise figure averages over rater
+  pairs. The human row is that figure recomputed on the same items: every pair of raters, both
+  directions for balanced accuracy (as in the analysis).
+* **leave-one-out on identical comparisons** — every (item, held-out rater) where the human
+  leave-one-out target is defined (the item has ≥ 3 votes and the other votes are not tied):
+  the target is the majority of the other votes; the human's answer is the held-out vote, the
+  model's its decision on the item. Accuracy and balanced accuracy of both on exactly that set,
+  and model − human with a 95 % paired bootstrap interval resampling clips (every comparison of
+  a clip's items moves with it; the same resamples score both).
+
+Chance is a fair coin: accuracy and balanced accuracy 0.5, κ 0, in expectation.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .agreement import (
+    co_rated_pairs,
+    kappas_from_tables,
+    loo_comparisons,
+    pair_tables,
+    pairwise_accuracy,
+)
+from .metrics import balanced_accuracy_from_sums, binary_metrics, confusion_counts
+from .resampling import bootstrap_statistic, percentile_interval
+
+
+def _kappa(truth: np.ndarray, pred: np.ndarray) -> float | None:
+    t = np.bincount(truth * 2 + pred, minlength=4).reshape(2, 2).astype(np.float64)
+    k = kappas_from_tables(t)
+    return float(k) if np.isfinite(k) else None
+
+
+def _mean(values) -> float | None:
+    kept = [v for v in values if v is not None]
+    return float(np.mean(kept)) if kept else None
+
+
+def pairwise_rows(votes: pd.DataFrame, decisions: dict[str, np.ndarray], rater_names: list[str]) -> dict:
+    """Pairwise agreement of each decision-maker with every human rater, and of the humans with
+    each other, on the same votes. ``votes``: ``item, rater, binary`` (integer codes), only items
+    the model scored; ``decisions``: name -> 0/1 decision per item code."""
+    out = {}
+    item, rater, vote = (votes[c].to_numpy(np.int64) for c in ("item", "rater", "binary"))
+    for name, decision in decisions.items():
+        pred = decision[item]
+        per = []
+        for r in np.unique(rater):
+            mine = rater == r
+            m = binary_metrics(vote[mine], pred[mine])
+            per.append({"rater": rater_names[r], "n_items": int(mine.sum()), "accuracy": m["accuracy"], "balanced_accuracy": m["balanced_accuracy"],
+                        "kappa": _kappa(vote[mine], pred[mine])})
+        out[name] = {"accuracy": _mean(p["accuracy"] for p in per),
+                     "balanced_accuracy": _mean(p["balanced_accuracy"] for p in per),
+                     "kappa": _mean(p["kappa"] for p in per), "n_raters": len(per),
+                     "n_comparisons": int(len(vote)), "per_rater": per}
+    pairs = co_rated_pairs(votes)
+    acc, bal = pairwise_accuracy(pairs)
+    _, _, tables = pair_tables(pairs, "binary", 2)
+    kappas = [float(k) for k in kappas_from_tables(tables) if np.isfinite(k)] if len(tables) else []
+    out["human"] = {"accuracy": acc, "balanced_accuracy": bal, "kappa": float(np.mean(kappas)) if kappas else None,
+                    "n_raters": int(len(np.unique(rater))), "n_comparisons": int(len(pairs)), "per_rater": []}
+    return out
+
+
+def loo_rows(votes: pd.DataFrame, decisions: dict[str, np.ndarray], clip_of_item: np.ndarray, seed: int,
+             draws: int) -> dict:
+    """Leave-one-out on identical comparisons (module docstring): the human row and one row per
+    decision-maker, each with its difference from the human and that difference's interval."""
+    comp = loo_comparisons(votes)
+    truth, human = comp["truth"].to_numpy(np.int64), comp["pred"].to_numpy(np.int64)
+    item = comp["item"].to_numpy(np.int64)
+    h = binary_metrics(truth, human)
+    out = {"n_comparisons": int(len(comp)), "n_items": int(len(np.unique(item))),
+           "human": {"accuracy": h["accuracy"], "balanced_accuracy": h["balanced_accuracy"]}}
+    clip = pd.factorize(clip_of_item[item], sort=True)[0] if len(item) else np.empty(0, np.int64)
+    for name, decision in decisions.items():
+        pred = decision[item]
+        m = binary_metrics(truth, pred)
+        row = {"accuracy": m["accuracy"], "balanced_accuracy": m["balanced_accuracy"]}
+        for key in ("accuracy", "balanced_accuracy"):
+            row[f"{key}_minus_human"] = (None if m[key] is None or h[key] is None else m[key] - h[key])
+        row["balanced_accuracy_minus_human_ci95"] = row["accuracy_minus_human_ci95"] = None
+        if len(item) and row["balanced_accuracy_minus_human"] is not None:
+            hc, mc = confusion_counts(truth, human), confusion_counts(truth, pred)
+            values = [*hc, mc[1], mc[3], (truth == human).astype(float), (truth == pred).astype(float), np.ones(len(item))]
+
+            def statistic(s):
+                ba_h = balanced_accuracy_from_sums(s[1], s[0], s[3], s[2])
+                ba_m = balanced_accuracy_from_sums(s[4], s[0], s[5], s[2])
+                return np.column_stack([(ba_m - ba_h)[:, 0], ((s[7] - s[6]) / s[8])[:, 0]])
+
+            d = bootstrap_statistic(clip, np.zeros(len(item), np.int64), values, int(clip.max()) + 1, 1, statistic,
+                                    draws, seed)
+            row["balanced_accuracy_minus_human_ci95"] = percentile_interval(d[:, 0])
+            row["accuracy_minus_human_ci95"] = percentile_interval(d[:, 1])
+        out[name] = row
+    return out
+
+
+def vs_humans(scored: pd.DataFrame, votes: pd.DataFrame, subset, seed: int, draws: int) -> dict:
+    """``summary.json["vs_humans"]``. ``scored``: the rows scored ok, with the item key,
+    ``pred_present`` and ``clip``; ``votes``: votes.csv (item key, ``rater``, ``binary``)."""
+    keys = list(subset.item_key)
+    items = scored[keys].reset_index(drop=True)
+    code = pd.MultiIndex.from_frame(items)
+    at = code.get_indexer(pd.MultiIndex.from_frame(votes[keys]))
+    v = votes[at >= 0]
+    rater_codes, rater_names = pd.factorize(v["rater"], sort=True)
+    frame = pd.DataFrame({"item": at[at >= 0], "rater": rater_codes, "binary": v["binary"].astype(np.int64).to_numpy()})
+    prior = items[subset.prior_column].isin(subset.prior_positive).to_numpy().astype(np.int64)
+    decisions = {"model": scored["pred_present"].to_numpy(np.int64), "sampling_prior": prior}
+    clip = scored["clip"].astype(str).to_numpy()
+    return {
+        "definition": "the model as one more rater, on the humans' own targets (README: Comparing a model with the humans)",
+        "chance": {"accuracy": 0.5, "balanced_accuracy": 0.5, "kappa": 0.0},
+        "pairwise": pairwise_rows(frame, decisions, list(rater_names)),
+        "leave_one_out": loo_rows(frame, decisions, clip, seed, draws),
+        "bootstrap": {"seed": seed, "draws": draws, "unit": "clip", "interval": "percentile 95%"},
+    }
