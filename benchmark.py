@@ -27,7 +27,7 @@ from pathlib import Path
 from emolia_bench.cli import EXIT_PARTIAL, run
 from emolia_bench.defaults import BOOTSTRAP_DRAWS as METRIC_DRAWS
 from emolia_bench.defaults import BOOTSTRAP_SEED as METRIC_SEED
-from emolia_bench.defaults import SUBSET_NAMES
+from emolia_bench.defaults import MIN_CLASS_ROWS, SUBSET_NAMES
 
 
 def main() -> int:
@@ -74,6 +74,9 @@ def main() -> int:
     s = p.add_argument_group("intervals")
     s.add_argument("--bootstrap-draws", type=int, default=METRIC_DRAWS, help=f"clip-bootstrap draws (default: {METRIC_DRAWS})")
     s.add_argument("--seed", type=int, default=METRIC_SEED, help=f"bootstrap seed (default: {METRIC_SEED})")
+    s.add_argument("--min-class-rows", type=int, default=MIN_CLASS_ROWS,
+                   help="a slice whose minority class has fewer rows gets no balanced-accuracy interval, and the report "
+                        f"marks it too small (default: {MIN_CLASS_ROWS})")
     s.add_argument("--no-figures", action="store_true",
                    help="skip the PNG figures (matplotlib's import alone takes about a second)")
     args = p.parse_args()
@@ -122,7 +125,7 @@ def main() -> int:
         human = load_human_numbers(args.analysis_root / subset.name / "summary.json")
         r = evaluate(subset, rows, predictions, mode=scorer.mode, endpoint=scorer.endpoint, threshold=args.threshold,
                      filter_mode=filters.mode_name(subset), filter_stats=stats, human=human, votes=votes,
-                     seed=args.seed, draws=args.bootstrap_draws)
+                     seed=args.seed, draws=args.bootstrap_draws, min_class_rows=args.min_class_rows)
         results.append(r)
         failed += r.summary["evaluation_errors"]
 

@@ -7,7 +7,7 @@ Runs must cover the same subsets with the same filter and the same rows; anythin
 refused (exit 2). Writes to --output-dir: leaderboard.md and leaderboard.csv (balanced accuracy
 with its clip-bootstrap interval per subset and slice, best first), pairwise.csv (for every
 pair of runs and subset: the difference in balanced accuracy with a paired clip-bootstrap
-interval and p-value, and McNemar's exact test on the predictions), comparison.json and
+interval and p-value, and a clip-level sign-flip permutation test), comparison.json and
 comparison.png. Deterministic for a given --seed.
 """
 

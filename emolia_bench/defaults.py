@@ -9,3 +9,7 @@ BOOTSTRAP_DRAWS = 1000
 
 # An agreement figure resting on fewer items is written with "reliable": false (analysis --min-items).
 MIN_ITEMS = 30
+
+# A benchmark slice whose minority class has fewer rows gets no balanced-accuracy interval
+# (benchmark.py --min-class-rows).
+MIN_CLASS_ROWS = 20

@@ -12,7 +12,7 @@ import pandas as pd
 
 from .analysis import HUMAN_ALIASES
 from .defaults import BOOTSTRAP_DRAWS, BOOTSTRAP_SEED
-from .metrics import band, best_threshold, binary_metrics, slice_report
+from .metrics import MIN_CLASS_ROWS, band, best_threshold, binary_metrics, slice_report
 from .scorers import ScoreResult
 from .subsets import Subset
 from .vs_humans import vs_humans
@@ -21,7 +21,7 @@ AUDIO_MISSING = "audio_missing"
 SLICE_FIELDS = ("n", "accuracy", "balanced_accuracy", "f1")
 HEADLINE_FIELDS = ("n", "accuracy", "balanced_accuracy", "precision", "recall", "f1", "tp", "fp", "tn", "fn")
 EXTRA_FIELDS = ("precision", "recall", "specificity", "auroc", "average_precision",
-                "balanced_accuracy_ci_low", "balanced_accuracy_ci_high", "tp", "fp", "tn", "fn")
+                "balanced_accuracy_ci_low", "balanced_accuracy_ci_high", "tp", "fp", "tn", "fn", "n_positive", "n_negative")
 
 
 @dataclass
@@ -77,14 +77,14 @@ def _record(key: str, value, m: dict, fields) -> dict:
 
 def evaluate(subset: Subset, rows: pd.DataFrame, predictions: pd.DataFrame, *, mode: str, endpoint,
              threshold: float, filter_mode: str, filter_stats: dict, human: dict, votes: pd.DataFrame | None = None,
-             seed: int = BOOTSTRAP_SEED, draws: int = BOOTSTRAP_DRAWS) -> BenchmarkResult:
+             seed: int = BOOTSTRAP_SEED, draws: int = BOOTSTRAP_DRAWS, min_class_rows: int = MIN_CLASS_ROWS) -> BenchmarkResult:
     scored = predictions[predictions["ok"]].copy()
     scored["pred_present"] = scored["pred_present"].astype(np.int64)
     scored["clip"] = rows.loc[predictions["ok"].to_numpy(), "clip"].to_numpy()
     scored["all_agree_binary"] = rows.loc[predictions["ok"].to_numpy(), "all_agree_binary"].to_numpy()
 
     keys = [subset.type_slice, "benchmark_bucket", subset.category_slice]
-    overall, unanimous, by_key = slice_report(scored, keys, seed, draws)
+    overall, unanimous, by_key = slice_report(scored, keys, seed, draws, min_class_rows)
     tables = {f"metrics_by_{k}.csv": by_key[k] for k in keys}
     p = float(predictions["majority_present"].mean()) if len(predictions) else None
     sims = scored["similarity"].to_numpy()
@@ -95,6 +95,7 @@ def evaluate(subset: Subset, rows: pd.DataFrame, predictions: pd.DataFrame, *, m
         out["auroc"], out["average_precision"] = m["auroc"], m["average_precision"]
         lo, hi = m["balanced_accuracy_ci_low"], m["balanced_accuracy_ci_high"]
         out["balanced_accuracy_ci95"] = None if lo is None else [lo, hi]
+        out["n_positive"], out["n_negative"] = m["n_positive"], m["n_negative"]
         out["band"] = band(m["balanced_accuracy"])
         return out
 
@@ -123,6 +124,7 @@ def evaluate(subset: Subset, rows: pd.DataFrame, predictions: pd.DataFrame, *, m
                        if len(sims) else {"min": None, "median": None, "max": None})
     s["best_threshold"] = best_threshold(scored["majority_present"].to_numpy(), sims)
     s["bootstrap"] = {"seed": seed, "draws": draws, "unit": "clip", "interval": "percentile 95%"}
+    s["min_class_rows"] = int(min_class_rows)
     # [ours] the baseline that costs nothing: the sampling prior as a decision, against the majority
     prior = scored[subset.prior_column].isin(subset.prior_positive).to_numpy().astype(np.int64)
     s["sampling_prior_vs_majority"] = {k: v for k, v in binary_metrics(scored["majority_present"].to_numpy(), prior).items()

@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .defaults import BOOTSTRAP_DRAWS, BOOTSTRAP_SEED
+from .defaults import BOOTSTRAP_DRAWS, BOOTSTRAP_SEED, MIN_CLASS_ROWS
 from .resampling import bootstrap_statistic, percentile_interval
 
 BANDS = ((0.55, "Bad"), (0.65, "Weak"), (0.75, "Medium"), (0.85, "Good"), (float("inf"), "Excellent"))
@@ -240,18 +240,28 @@ def band(balanced_accuracy: float | None) -> str:
 
 
 SLICE_COLUMNS = ["n", "accuracy", "balanced_accuracy", "f1", "precision", "recall", "specificity", "auroc",
-                 "average_precision", "balanced_accuracy_ci_low", "balanced_accuracy_ci_high", "tp", "fp", "tn", "fn"]
+                 "average_precision", "balanced_accuracy_ci_low", "balanced_accuracy_ci_high", "tp", "fp", "tn", "fn",
+                 "n_positive", "n_negative"]
+# MIN_CLASS_ROWS: a slice whose minority class has fewer rows gets no balanced-accuracy interval
+# (benchmark.py --min-class-rows): with two negatives, recall on the negatives is 0, 0.5 or 1, and a
+# percentile interval over resamples of them only looks confident.
 
 
-def metrics_of(t: np.ndarray, p: np.ndarray, s: np.ndarray, interval) -> dict:
+def metrics_of(t: np.ndarray, p: np.ndarray, s: np.ndarray, interval, min_class_rows: int = MIN_CLASS_ROWS) -> dict:
+    """Every metric of one slice, with ``n_positive`` / ``n_negative`` (rows of each true
+    class); the balanced-accuracy interval is None when the minority class has fewer than
+    ``min_class_rows`` rows (the point value is kept)."""
     m = binary_metrics(t, p)
     m.update(_ranking(t, s))
+    m["n_positive"], m["n_negative"] = float(t.sum()), float(len(t) - t.sum())
+    if min(m["n_positive"], m["n_negative"]) < min_class_rows:
+        interval = None
     m["balanced_accuracy_ci_low"], m["balanced_accuracy_ci_high"] = interval if interval else (None, None)
     return m
 
 
-def slice_report(frame: pd.DataFrame, keys: list[str], seed: int = BOOTSTRAP_SEED, draws: int = BOOTSTRAP_DRAWS
-                 ) -> tuple[dict, dict, dict[str, pd.DataFrame]]:
+def slice_report(frame: pd.DataFrame, keys: list[str], seed: int = BOOTSTRAP_SEED, draws: int = BOOTSTRAP_DRAWS,
+                 min_class_rows: int = MIN_CLASS_ROWS) -> tuple[dict, dict, dict[str, pd.DataFrame]]:
     """Overall metrics, unanimous-subset metrics and one table per key of ``keys``.
 
     ``frame`` has ``majority_present``, ``pred_present``, ``similarity``, ``clip``,
@@ -270,13 +280,13 @@ def slice_report(frame: pd.DataFrame, keys: list[str], seed: int = BOOTSTRAP_SEE
         labels.append(list(u))
     families = [np.zeros(n, np.int64), np.where(unanimous, 0, -1).astype(np.int64), *codes]
     intervals = slice_intervals(t, p, frame["clip"].to_numpy(), families, seed, draws) if n else [[None], [None]] + [[] for _ in keys]
-    overall = metrics_of(t, p, s, intervals[0][0] if intervals[0] else None)
-    unan = metrics_of(t[unanimous], p[unanimous], s[unanimous], intervals[1][0] if intervals[1] else None)
+    overall = metrics_of(t, p, s, intervals[0][0] if intervals[0] else None, min_class_rows)
+    unan = metrics_of(t[unanimous], p[unanimous], s[unanimous], intervals[1][0] if intervals[1] else None, min_class_rows)
     tables = {}
     for key, c, values, ivs in zip(keys, codes, labels, intervals[2:], strict=True):
         rows = []
         for j, value in enumerate(values):
             sel = c == j
-            rows.append({key: value, **metrics_of(t[sel], p[sel], s[sel], ivs[j])})
+            rows.append({key: value, **metrics_of(t[sel], p[sel], s[sel], ivs[j], min_class_rows)})
         tables[key] = pd.DataFrame(rows, columns=[key, *SLICE_COLUMNS])
     return overall, unan, tables

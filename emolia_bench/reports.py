@@ -465,12 +465,27 @@ def _metric_rows(m: dict) -> list:
 METRIC_COLUMNS = [("metric", TEXT), ("value", TEXT)]
 
 
-def _slice_table(records: list, key: str) -> str:
-    return md_table([(key, TEXT), ("n", COUNT), ("balanced accuracy", FRACTION), ("95 % CI", INTERVAL),
-                     ("accuracy", FRACTION), ("F1", FRACTION), ("AUROC", FRACTION)],
-                    [(r[key], r["n"], r["balanced_accuracy"],
-                      [r.get("balanced_accuracy_ci_low"), r.get("balanced_accuracy_ci_high")],
-                      r["accuracy"], r["f1"], r.get("auroc")) for r in records])
+def too_small(r: dict, min_class_rows: int) -> str | None:
+    """Why a slice's balanced accuracy is not shown (its minority class has too few rows), or None."""
+    pos, neg = r.get("n_positive"), r.get("n_negative")
+    if pos is None or neg is None or min(pos, neg) >= min_class_rows:
+        return None
+    fewer, name = (pos, "positive") if pos <= neg else (neg, "negative")
+    if fewer == 0:
+        return f"n/a (no {name}s)"
+    return f"too small ({count(fewer)} {name}{'s' if fewer != 1 else ''})"
+
+
+def _slice_table(records: list, key: str, min_class_rows: int) -> str:
+    rows = []
+    for r in records:
+        small = too_small(r, min_class_rows)
+        rows.append((r[key], r["n"], r.get("n_positive"), r.get("n_negative"),
+                     small or fraction(r["balanced_accuracy"]),
+                     "" if small else interval([r.get("balanced_accuracy_ci_low"), r.get("balanced_accuracy_ci_high")]),
+                     r["accuracy"], r["f1"], r.get("auroc")))
+    return md_table([(key, TEXT), ("n", COUNT), ("positive", COUNT), ("negative", COUNT), ("balanced accuracy", TEXT),
+                     ("95 % CI", TEXT), ("accuracy", FRACTION), ("F1", FRACTION), ("AUROC", FRACTION)], rows)
 
 
 def vs_humans_table(v: dict) -> str:
@@ -501,6 +516,7 @@ def benchmark_report(r, figures=None) -> str:
     s, subset = r.summary, r.subset
     sim = s["similarity"]
     fs = s["filter_stats"]
+    mcr = s.get("min_class_rows", 0)
     parts = [f"# {subset.name} — benchmark report\n", score_rubric(s)]
     if "vs_humans" in s:
         parts.append(vs_humans_table(s["vs_humans"]))
@@ -518,10 +534,10 @@ def benchmark_report(r, figures=None) -> str:
     )
     parts.append(f"## Headline — {s['filter_mode']}\n\n" + md_table(METRIC_COLUMNS, _metric_rows(s["overall"])))
     parts.append("## Unanimous items only\n\n" + md_table(METRIC_COLUMNS, _metric_rows(s["unanimous_subset"])))
-    parts.append(f"## By {subset.type_slice.replace('_', ' ')}\n\n" + _slice_table(s[f"by_{subset.type_slice}"], subset.type_slice))
-    parts.append("## By benchmark bucket\n\n" + _slice_table(s["by_benchmark_bucket"], "benchmark_bucket"))
+    parts.append(f"## By {subset.type_slice.replace('_', ' ')}\n\n" + _slice_table(s[f"by_{subset.type_slice}"], subset.type_slice, mcr))
+    parts.append("## By benchmark bucket\n\n" + _slice_table(s["by_benchmark_bucket"], "benchmark_bucket", mcr))
     parts.append(f"## By {subset.category_slice.replace('_', ' ')}\n\n"
-                 + _slice_table(s[f"by_{subset.category_slice}"], subset.category_slice))
+                 + _slice_table(s[f"by_{subset.category_slice}"], subset.category_slice, mcr))
     b = s["bootstrap"]
     parts.append(f"Intervals: {b['draws']} bootstrap resamples of clips (all rows of a clip together), seed {b['seed']}.\n")
     bt = s.get("best_threshold") or {}
@@ -550,12 +566,13 @@ def comparison_report(board: pd.DataFrame, pairs: pd.DataFrame, draws: int, seed
         [(r.subset, r.run, r.n, r.balanced_accuracy, [r.ci_low, r.ci_high], r.threshold, r.mode)
          for r in overall.itertuples()]))
     parts.append("## Paired tests\n\nΔ = balanced accuracy of B minus A on the rows both scored; interval and p from a "
-                 f"paired bootstrap over clips ({draws} draws, seed {seed}); McNemar's exact test on per-row "
-                 "correctness (b: A right and B wrong, c: B right and A wrong).\n\n" + md_table(
+                 f"paired bootstrap over clips ({draws} draws, seed {seed}); the p-value to read is the clip-level "
+                 "sign-flip permutation test (it keeps the rows of a clip together; the bootstrap p is kept for "
+                 "reference); b: rows A got right and B wrong, c: the reverse.\n\n" + md_table(
                      [("subset", TEXT), ("A", TEXT), ("B", TEXT), ("rows", COUNT), ("Δ", SIGNED), ("95 % CI", INTERVAL),
-                      ("p (bootstrap)", P_VALUE), ("b", COUNT), ("c", COUNT), ("p (McNemar)", P_VALUE)],
+                      ("p (bootstrap)", P_VALUE), ("b", COUNT), ("c", COUNT), ("p (clip sign-flip)", P_VALUE)],
                      [(r.subset, r.run_a, r.run_b, r.rows, r.difference, [r.difference_ci_low, r.difference_ci_high],
-                       r.p_bootstrap, r.a_right_b_wrong, r.b_right_a_wrong, r.p_mcnemar) for r in pairs.itertuples()]))
+                       r.p_bootstrap, r.a_right_b_wrong, r.b_right_a_wrong, r.p_sign_flip) for r in pairs.itertuples()]))
     rest = board[board["slice"] != "overall"]
     parts.append("## By slice\n\n" + md_table(
         [("subset", TEXT), ("slice", TEXT), ("run", TEXT), ("n", COUNT), ("balanced accuracy", FRACTION),
