@@ -74,6 +74,9 @@ def main() -> int:
     s = p.add_argument_group("intervals")
     s.add_argument("--bootstrap-draws", type=int, default=METRIC_DRAWS, help=f"clip-bootstrap draws (default: {METRIC_DRAWS})")
     s.add_argument("--seed", type=int, default=METRIC_SEED, help=f"bootstrap seed (default: {METRIC_SEED})")
+    s.add_argument("--cv-folds", type=int, default=5,
+                   help="folds (by clip) for the cross-validated thresholds (default: 5)")
+    s.add_argument("--cv-seed", type=int, default=METRIC_SEED, help=f"seed of the fold assignment (default: {METRIC_SEED})")
     s.add_argument("--min-class-rows", type=int, default=MIN_CLASS_ROWS,
                    help="a slice whose minority class has fewer rows gets no balanced-accuracy interval, and the report "
                         f"marks it too small (default: {MIN_CLASS_ROWS})")
@@ -82,6 +85,8 @@ def main() -> int:
     args = p.parse_args()
     if args.workers < 1 or args.timeout <= 0 or (args.limit is not None and args.limit < 0):
         p.error("--workers must be >= 1, --timeout > 0 and --limit >= 0")
+    if args.cv_folds < 2:
+        p.error("--cv-folds must be at least 2")
 
     from emolia_bench.evaluation import evaluate, load_human_numbers, predictions_frame
     from emolia_bench.outputs import csv_bytes, json_bytes, write_outputs
@@ -125,7 +130,8 @@ def main() -> int:
         human = load_human_numbers(args.analysis_root / subset.name / "summary.json")
         r = evaluate(subset, rows, predictions, mode=scorer.mode, endpoint=scorer.endpoint, threshold=args.threshold,
                      filter_mode=filters.mode_name(subset), filter_stats=stats, human=human, votes=votes,
-                     seed=args.seed, draws=args.bootstrap_draws, min_class_rows=args.min_class_rows)
+                     seed=args.seed, draws=args.bootstrap_draws, min_class_rows=args.min_class_rows,
+                     cv_folds=args.cv_folds, cv_seed=args.cv_seed)
         results.append(r)
         failed += r.summary["evaluation_errors"]
 

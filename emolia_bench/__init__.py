@@ -20,7 +20,9 @@ two servers); the logic lives here, as plain functions over DataFrames, one modu
 - ``scorers``       the model backends: the Scorer interface, a registry, sham / endpoint / clap
 - ``cache``         the on-disk response and embedding caches (append-only JSONL)
 - ``evaluation``    scored rows -> predictions, metric tables and the benchmark summary.json
-- ``vs_humans``     the model as one more rater, scored on the humans' own targets
+- ``vs_humans``     the model as one more rater, scored on the humans' own targets; graded labels
+- ``thresholds``    cross-validated decision thresholds (folds by clip)
+- ``ranking``       AUROC, macro AUROC and Spearman's ρ with clip-bootstrap intervals
 - ``compare``       runs side by side: leaderboard and clip-paired tests
 - ``reports``       the Markdown reports
 - ``figures``       the PNG figures (matplotlib, imported only when drawing)

@@ -512,6 +512,39 @@ def vs_humans_table(v: dict) -> str:
                         ("95 % CI", TEXT)], rows))
 
 
+def headline_table(s: dict, category: str) -> str:
+    """AUROC (and its macro-average over categories) and the balanced accuracy of cross-validated
+    thresholds: the headlines no threshold was tuned for on the rows they score."""
+    a, cv = s["auroc_headline"], s["thresholds_cv"]
+    rows = [("AUROC (threshold-free)", fraction(a["auroc"]), interval(a["auroc_ci95"]), count(s["overall"]["n"])),
+            (f"macro AUROC over {category.replace('_', ' ')} ({a['n_categories']} with both classes)",
+             fraction(a["macro_auroc"]), interval(a["macro_auroc_ci95"]), count(s["overall"]["n"]))]
+    for key, title in (("global", "one threshold"), ("per_prompt", "one threshold per prompt")):
+        if key in cv:
+            rows.append((f"balanced accuracy, cross-validated {title} ({cv['folds']} folds by clip)",
+                         fraction(cv[key]["balanced_accuracy"]), interval(cv[key]["ci95"]), count(cv[key]["n"])))
+    rows.append((f"balanced accuracy at the fixed threshold {s['threshold']:g}", fraction(s["overall"]["balanced_accuracy"]),
+                 interval(s["overall"].get("balanced_accuracy_ci95")), count(s["overall"]["n"])))
+    return ("## Headlines no threshold was tuned for\n\n"
+            "A fixed threshold can make a good model look like chance (a CLAP model's cosines are mostly positive, so "
+            "0 means \"always present\"). Read AUROC, and the balanced accuracy of thresholds chosen on the other "
+            "folds of clips only. Intervals: clip bootstrap.\n\n"
+            + md_table([("headline", TEXT), ("value", TEXT), ("95 % CI", TEXT), ("rows", TEXT)], rows))
+
+
+def graded_table(g: dict, category: str) -> str:
+    ref = g["human_reference"]
+    rows = [("model similarity vs the mean rating of each item", signed(g["overall"]["rho"]),
+             interval(g["overall"]["ci95"], signed), count(g["overall"]["n"])),
+            ("a human's rating vs the mean of the other raters'", signed(ref["human"]["rho"]),
+             interval(ref["human"]["ci95"], signed), count(ref["human"]["n"])),
+            ("model similarity vs the same means", signed(ref["model"]["rho"]),
+             interval(ref["model"]["ci95"], signed), count(ref["model"]["n"]))]
+    return (f"## Graded labels (Spearman's ρ)\n\nTarget: {g['target']}. Per {category.replace('_', ' ')}: "
+            f"summary.json `graded.by_{category}`.\n\n"
+            + md_table([("comparison", TEXT), ("ρ", TEXT), ("95 % CI", TEXT), ("n", TEXT)], rows))
+
+
 def benchmark_report(r, figures=None) -> str:
     s, subset = r.summary, r.subset
     sim = s["similarity"]
@@ -520,6 +553,10 @@ def benchmark_report(r, figures=None) -> str:
     parts = [f"# {subset.name} — benchmark report\n", score_rubric(s)]
     if "vs_humans" in s:
         parts.append(vs_humans_table(s["vs_humans"]))
+    if "auroc_headline" in s:
+        parts.append(headline_table(s, subset.category_slice))
+    if "graded" in s:
+        parts.append(graded_table(s["graded"], subset.category_slice))
     endpoint = s["endpoint"] if isinstance(s["endpoint"], (str, type(None))) else ", ".join(s["endpoint"])
     parts.append(
         "## Run\n\n"
@@ -542,8 +579,8 @@ def benchmark_report(r, figures=None) -> str:
     parts.append(f"Intervals: {b['draws']} bootstrap resamples of clips (all rows of a clip together), seed {b['seed']}.\n")
     bt = s.get("best_threshold") or {}
     if bt.get("threshold") is not None:
-        parts.append(f"For reference only (never used for the numbers above): the threshold with the highest balanced "
-                     f"accuracy on these rows would be {bt['threshold']:.4f}, giving {bt['balanced_accuracy']:.3f}; "
+        parts.append(f"For reference only (never used for the numbers above; `best_threshold` in summary.json, marked "
+                     f"`tuned_on_the_scored_rows`): the threshold with the highest balanced accuracy on these rows would be {bt['threshold']:.4f}, giving {bt['balanced_accuracy']:.3f}; "
                      f"choosing it on the test rows would overstate the model.\n")
     if figures:
         parts.append("## Figures\n\n" + figure_block(figures))

@@ -130,3 +130,47 @@ def vs_humans(scored: pd.DataFrame, votes: pd.DataFrame, subset, seed: int, draw
         "leave_one_out": loo_rows(frame, decisions, clip, seed, draws),
         "bootstrap": {"seed": seed, "draws": draws, "unit": "clip", "interval": "percentile 95%"},
     }
+
+
+def graded_agreement(scored: pd.DataFrame, votes: pd.DataFrame, subset, seed: int, draws: int) -> dict:
+    """``summary.json["graded"]``: Spearman's ρ between the model's similarity and each item's
+    mean rating (emo: 0 not, 1 weakly, 2 strongly present; dim: the share of "yes"), overall and
+    per category, each with its clip-bootstrap interval; and the human reference on the same
+    footing — on every (item, rater) with ≥ 2 other raters, ρ of the rater's rating with the
+    mean of the others', and ρ of the model's similarity with those same means."""
+    from .ranking import spearman_with_interval
+
+    keys = list(subset.item_key)
+    code = pd.MultiIndex.from_frame(scored[keys].reset_index(drop=True))
+    at = code.get_indexer(pd.MultiIndex.from_frame(votes[keys]))
+    v = pd.DataFrame({"item": at, "value": votes["value"].to_numpy(np.float64)})[at >= 0]
+    n_items = len(scored)
+    total = np.bincount(v["item"], weights=v["value"], minlength=n_items)
+    count = np.bincount(v["item"], minlength=n_items)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean_rating = total / count
+    sims = scored["similarity"].to_numpy(np.float64)
+    clips = scored["clip"].astype(str).to_numpy()
+    has = count > 0
+    category = scored[subset.category_slice].to_numpy()
+    by = []
+    for c in sorted(pd.unique(category[has])):
+        mine = has & (category == c)
+        by.append({subset.category_slice: c, **spearman_with_interval(sims[mine], mean_rating[mine], clips[mine], seed, draws)})
+    # the human reference: each vote against the mean of the item's other votes (≥ 2 others)
+    item = v["item"].to_numpy()
+    others = count[item] - 1
+    keep = others >= 2
+    mean_others = (total[item] - v["value"].to_numpy()) / np.where(others > 0, others, 1)
+    ref_item = item[keep]
+    return {
+        "target": "mean rating per item on the subset's scale ("
+                  + ", ".join(f"{i} = {label}" for i, label in enumerate(subset.scale)) + ")",
+        "overall": spearman_with_interval(sims[has], mean_rating[has], clips[has], seed, draws),
+        f"by_{subset.category_slice}": by,
+        "human_reference": {
+            "definition": "each rater's rating vs the mean of the other raters' (items with >= 2 other raters)",
+            "human": spearman_with_interval(v["value"].to_numpy()[keep], mean_others[keep], clips[ref_item], seed, draws),
+            "model": spearman_with_interval(sims[ref_item], mean_others[keep], clips[ref_item], seed, draws),
+        },
+    }

@@ -1,0 +1,111 @@
+"""Headlines no threshold was tuned for: cross-validated thresholds, AUROC and macro AUROC with
+clip-bootstrap intervals, Spearman's ρ against graded labels. Checked against scikit-learn and
+scipy, on the data and on an explicit resample of clips drawn with the same generator."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import spearmanr
+from sklearn.metrics import roc_auc_score
+
+from emolia_bench.ranking import auroc_with_intervals, spearman_with_interval
+from emolia_bench.resampling import percentile_interval
+from emolia_bench.subsets import EMO
+from emolia_bench.thresholds import clip_folds, cv_thresholds
+from emolia_bench.vs_humans import graded_agreement
+
+
+def test_a_held_out_fold_never_chooses_its_own_threshold():
+    # Fold 0's own best threshold would be 0.8 (its positives score 0.85–0.9, negatives 0.7–0.75);
+    # fold 1's is 0.2 (positives 0.2–0.3, negatives 0.0–0.1). Each fold must get the other's.
+    scores = np.array([0.85, 0.9, 0.7, 0.75, 0.2, 0.3, 0.0, 0.1])
+    truth = np.array([1, 1, 0, 0, 1, 1, 0, 0])
+    folds = np.array([0, 0, 0, 0, 1, 1, 1, 1])
+    applied = cv_thresholds(truth, scores, folds, fallback=0.0)
+    assert applied[:4].tolist() == [0.2] * 4 and applied[4:].tolist() == [0.85] * 4
+    # per prompt: rows of prompt "q" learn only from "q" rows of the other fold
+    groups = np.array(["p", "p", "q", "q", "p", "p", "q", "q"])
+    truth_q = np.array([1, 1, 1, 0, 1, 1, 1, 0])
+    scores_q = np.array([0.85, 0.9, 0.6, 0.5, 0.2, 0.3, 0.4, 0.35])
+    applied = cv_thresholds(truth_q, scores_q, folds, fallback=0.0, groups=groups)
+    # fold 0's "q" rows: fold 1's "q" rows are (1, 0.4), (0, 0.35) -> best threshold 0.4
+    assert applied[2] == applied[3] == 0.4
+    # fold 0's "p" rows: fold 1's "p" rows are all positive -> no per-prompt threshold, the fold's global one
+    glob = cv_thresholds(truth_q, scores_q, folds, fallback=0.0)
+    assert applied[0] == applied[1] == glob[0]
+
+
+def test_clip_folds_keep_clips_whole_and_balanced():
+    clips = np.repeat([f"c{i}" for i in range(23)], np.arange(1, 24) % 4 + 1)
+    folds = clip_folds(clips, 5, seed=3)
+    per_clip = pd.Series(folds).groupby(clips).nunique()
+    assert (per_clip == 1).all()
+    sizes = pd.Series(folds).groupby(clips).first().value_counts()
+    assert sizes.max() - sizes.min() <= 1 and len(sizes) == 5
+    assert (clip_folds(clips, 5, seed=3) == folds).all() and not (clip_folds(clips, 5, seed=4) == folds).all()
+
+
+def explicit_clip_resamples(n_clips, draws, seed):
+    """The draws bootstrap_weights makes, written out: how often each clip was drawn, per resample."""
+    idx = np.random.default_rng(seed).integers(0, n_clips, size=(draws, n_clips), dtype=np.int32)
+    return np.stack([np.bincount(row, minlength=n_clips) for row in idx])
+
+
+def test_auroc_and_macro_auroc_equal_scikit_learn_on_the_data_and_on_each_resample():
+    rng = np.random.default_rng(5)
+    n = 120
+    clip = np.sort(rng.integers(0, 50, n))
+    clip_ids = pd.factorize(clip.astype(str), sort=True)[0]  # clips are named, and named clips sort as text
+    truth = rng.integers(0, 2, n)
+    scores = np.round(rng.normal(size=n) + truth * 0.5, 1)  # ties
+    cats = rng.choice(["a", "b", "c"], n)
+    got = auroc_with_intervals(truth, scores, clip.astype(str), cats, seed=9, draws=150)
+    assert got["auroc"] == pytest.approx(roc_auc_score(truth, scores), abs=1e-12)
+    assert got["macro_auroc"] == pytest.approx(np.mean([roc_auc_score(truth[cats == c], scores[cats == c]) for c in "abc"]),
+                                               abs=1e-12)
+    times = explicit_clip_resamples(clip_ids.max() + 1, 150, seed=9)[:, clip_ids]  # resamples × rows
+    overall, macro = [], []
+    for w in times:
+        t, s, c = np.repeat(truth, w), np.repeat(scores, w), np.repeat(cats, w)
+        overall.append(roc_auc_score(t, s) if t.min() != t.max() else np.nan)
+        per = [roc_auc_score(t[c == k], s[c == k]) for k in "abc" if (c == k).any() and t[c == k].min() != t[c == k].max()]
+        macro.append(np.mean(per) if per else np.nan)
+    assert got["auroc_ci95"] == pytest.approx(percentile_interval(np.array(overall)), abs=1e-12)
+    assert got["macro_auroc_ci95"] == pytest.approx(percentile_interval(np.array(macro)), abs=1e-12)
+
+
+def test_spearman_equals_scipy_on_the_data_and_on_each_resample():
+    rng = np.random.default_rng(6)
+    n = 80
+    clip = rng.integers(0, 30, n)
+    clip_ids = pd.factorize(clip.astype(str), sort=True)[0]
+    x = np.round(rng.normal(size=n), 1)
+    y = rng.integers(0, 3, n) / 2  # a mean rating with many ties
+    got = spearman_with_interval(x, y, clip.astype(str), seed=4, draws=120)
+    assert got["rho"] == pytest.approx(spearmanr(x, y)[0], abs=1e-12) and got["n"] == n
+    times = explicit_clip_resamples(clip_ids.max() + 1, 120, seed=4)[:, clip_ids]
+    want = [spearmanr(np.repeat(x, w), np.repeat(y, w))[0] for w in times]
+    assert got["ci95"] == pytest.approx(percentile_interval(np.array(want)), abs=1e-12)
+
+
+def test_graded_targets_and_the_human_reference_by_hand():
+    # items A, B, C, D with ratings (0 not, 1 weakly, 2 strongly) by raters a, b, c
+    ratings = {"A": [2, 2, 1], "B": [0, 1, 0], "C": [2, 1, 2], "D": [0, 0, 1]}
+    sims = {"A": 0.9, "B": 0.1, "C": 0.5, "D": 0.2}
+    scored = pd.DataFrame([{"file_name": f"{k}.mp3", "queried_emotion": "Awe", "task_type": "affirmative",
+                            "similarity": sims[k], "clip": f"{k}.mp3"} for k in ratings])
+    votes = pd.DataFrame([{"file_name": f"{k}.mp3", "queried_emotion": "Awe", "task_type": "affirmative", "rater": r,
+                           "value": v} for k, vs in ratings.items() for r, v in zip("abc", vs, strict=True)])
+    g = graded_agreement(scored, votes, EMO, seed=1, draws=200)
+    means = [np.mean(ratings[k]) for k in ratings]  # 5/3, 1/3, 5/3, 1/3
+    assert g["overall"]["rho"] == pytest.approx(spearmanr(list(sims.values()), means)[0])
+    # each vote against the mean of the other two: A's a -> (2+1)/2, b -> (2+1)/2, c -> 2, ...
+    own, others, model = [], [], []
+    for k, vs in ratings.items():
+        for v in vs:
+            own.append(v)
+            others.append((sum(vs) - v) / 2)
+            model.append(sims[k])
+    assert g["human_reference"]["human"]["rho"] == pytest.approx(spearmanr(own, others)[0])
+    assert g["human_reference"]["model"]["rho"] == pytest.approx(spearmanr(model, others)[0])
+    assert g["human_reference"]["human"]["n"] == 12
