@@ -1,17 +1,20 @@
 """Threshold-free figures with clip-bootstrap intervals: AUROC, its macro-average over
 categories, and Spearman's ρ against graded human labels.
 
-* AUROC (Mann–Whitney, ties count ½): the probability that a random positive row scores above
-  a random negative one. In a resample every row counts as often as its clip was drawn, so the
-  statistic is a function of, per score level, the positive and negative rows drawn — grouped
-  sums of counts, resampled by :func:`resampling.bootstrap_group_sums`. Undefined (NaN,
-  dropped from the interval) when a resample lacks a class.
-* macro AUROC: the mean over categories (queried emotion / dimension) of each category's AUROC,
-  over the categories where it is defined.
-* Spearman's ρ: Pearson's correlation of the midranks. In a resample a row drawn w times is w
-  tied rows: its midrank is (weight of the rows ranked below) + (weight of its tie group + 1) / 2,
-  and the correlation is weighted by w — exactly ``scipy.stats.spearmanr`` on the resample
-  written out row by row (the tests compare the two). Undefined when either side is constant.
+Both are rank statistics. In a resample a row drawn w times is w tied rows, so every figure is
+computed from *weighted midranks*: a row's rank is (weight of the rows below it) + (weight of
+its tie group + 1) / 2, within its group (a category, or all rows). Then
+
+* AUROC (Mann–Whitney, ties count ½) = (Σ_pos w·rank − W₊(W₊ + 1)/2) / (W₊ W₋), with W₊, W₋ the
+  weights of positive and negative rows; undefined (NaN, dropped from the interval) when a
+  class is absent. The macro AUROC is the mean over the categories where it is defined.
+* Spearman's ρ = the w-weighted Pearson correlation of the midranks of x and y; undefined when
+  either side is constant.
+
+That is exactly ``roc_auc_score`` and ``spearmanr`` on the resample written out row by row (the
+tests compare them). Each resample draws the clips (``resampling.bootstrap_weights``: the same
+stream every other interval uses) and every group's figure is read off that one resample, in
+one vectorised pass over the rows.
 """
 
 from __future__ import annotations
@@ -21,20 +24,58 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from .resampling import BUDGET, bootstrap_statistic, bootstrap_weights, percentile_interval
+from .resampling import BUDGET, bootstrap_weights, percentile_interval
 
 
-def _levels(values: np.ndarray) -> tuple[np.ndarray, int]:
-    """Each value's rank among the distinct values (ascending), and how many there are."""
-    uniq, inverse = np.unique(values, return_inverse=True)
-    return inverse.reshape(-1), len(uniq)
+class GroupedRanks:
+    """Precomputed orderings for the weighted midranks of ``values`` within each group.
+
+    ``group`` (0..G-1) must be sorted (rows of a group contiguous)."""
+
+    def __init__(self, values: np.ndarray, group: np.ndarray):
+        self.order = np.lexsort((values, group))
+        v, g = values[self.order], group[self.order]
+        new_level = np.r_[True, (v[1:] != v[:-1]) | (g[1:] != g[:-1])]
+        self.level_start = np.flatnonzero(new_level)
+        self.level_end = np.r_[self.level_start[1:], len(v)]
+        self.level_of = np.cumsum(new_level) - 1
+        group_start = np.flatnonzero(np.r_[True, g[1:] != g[:-1]]) if len(g) else np.empty(0, np.int64)
+        first = np.zeros(len(g), dtype=np.int64)
+        first[group_start] = group_start
+        self.group_first = np.maximum.accumulate(first)[self.level_start] if len(g) else np.empty(0, np.int64)
+
+    def midranks(self, w: np.ndarray) -> np.ndarray:
+        """resamples × rows midranks (in the rows' order) for the weights ``w`` (resamples × rows)."""
+        cum0 = np.zeros((len(w), w.shape[1] + 1))  # cum0[:, i] = weight of the sorted rows before i
+        np.cumsum(w[:, self.order], axis=1, out=cum0[:, 1:])
+        start = cum0[:, self.level_start]
+        level_rank = start - cum0[:, self.group_first] + (cum0[:, self.level_end] - start + 1) / 2
+        ranks = np.empty_like(w)
+        # without ties every row is its own level: no gather (the similarity scores, typically)
+        ranks[:, self.order] = level_rank if len(self.level_start) == w.shape[1] else level_rank[:, self.level_of]
+        return ranks
 
 
-def _auroc_from_levels(pos: np.ndarray, neg: np.ndarray) -> np.ndarray:
-    """AUROC of ``… × levels`` counts of positives and negatives per ascending score level."""
-    below = np.cumsum(neg, axis=-1) - neg
+def _group_sums(a: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    return np.add.reduceat(a, starts, axis=1) if a.shape[1] else np.zeros((len(a), len(starts)))
+
+
+def _resampled(n_rows: int, clip: np.ndarray, draws: int, seed: int):
+    """Chunks of per-row weights (resamples × rows): each row counts as often as its clip was drawn."""
+    n_clips = int(clip.max()) + 1 if len(clip) else 0
+    budget = max(1, BUDGET // max(n_rows, 1)) * max(n_clips, 1)  # chunks sized by the rows each resample spans
+    for w in bootstrap_weights(n_clips, draws, seed, budget):
+        yield w[:, clip]
+
+
+def _groups(labels) -> tuple[np.ndarray, list]:
+    codes, uniq = pd.factorize(pd.Series(labels), sort=True)
+    return codes.astype(np.int64), list(uniq)
+
+
+def _auroc(ranks_pos_sum, w_pos, w_neg):
     with np.errstate(invalid="ignore", divide="ignore"):
-        return (pos * (below + neg / 2)).sum(axis=-1) / (pos.sum(axis=-1) * neg.sum(axis=-1))
+        return (ranks_pos_sum - w_pos * (w_pos + 1) / 2) / (w_pos * w_neg)
 
 
 def auroc_with_intervals(truth: np.ndarray, scores: np.ndarray, clips: np.ndarray, categories: np.ndarray,
@@ -46,73 +87,62 @@ def auroc_with_intervals(truth: np.ndarray, scores: np.ndarray, clips: np.ndarra
     if len(t) == 0:
         return {"auroc": None, "auroc_ci95": None, "macro_auroc": None, "macro_auroc_ci95": None, "n_categories": 0}
     clip = pd.factorize(pd.Series(clips).astype(str), sort=True)[0]
-    level, n_levels = _levels(s)
-    groups, spans = [level], [(0, n_levels)]
-    cat_codes, cats = pd.factorize(pd.Series(categories), sort=True)
-    offset = n_levels
-    for c in range(len(cats)):
-        rows = np.flatnonzero(cat_codes == c)
-        lv, n = _levels(s[rows])
-        g = np.full(len(t), -1)
-        g[rows] = offset + lv
-        groups.append(g)
-        spans.append((offset, offset + n))
-        offset += n
-    unit = np.concatenate([clip] + [clip[g >= 0] for g in groups[1:]])
-    group = np.concatenate([groups[0]] + [g[g >= 0] for g in groups[1:]])
-    pos = np.concatenate([t] + [t[g >= 0] for g in groups[1:]])
+    cat, _ = _groups(categories)
+    # the rows twice: once all together (group 0), once by category (groups 1..C), contiguous
+    by_cat = np.argsort(cat, kind="stable")
+    rows = np.concatenate([np.arange(len(t)), by_cat])
+    group = np.concatenate([np.zeros(len(t), np.int64), cat[by_cat] + 1])
+    ranks = GroupedRanks(s[rows], group)
+    starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+    pos = t[rows]
 
-    def statistic(sums):
-        p, n = sums
-        overall = _auroc_from_levels(p[:, spans[0][0]:spans[0][1]], n[:, spans[0][0]:spans[0][1]])
-        per = np.column_stack([_auroc_from_levels(p[:, a:b], n[:, a:b]) for a, b in spans[1:]]) if len(spans) > 1 \
-            else np.full((len(p), 1), np.nan)
+    def statistic(w):
+        r = ranks.midranks(w)
+        a = _auroc(_group_sums(w * r * pos, starts), _group_sums(w * pos, starts), _group_sums(w * (1 - pos), starts))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            return np.column_stack([overall, np.nanmean(per, axis=1)])
+            return np.column_stack([a[:, 0], np.nanmean(a[:, 1:], axis=1)])
 
-    full = statistic([np.bincount(group, weights=pos, minlength=offset)[None, :],
-                      np.bincount(group, weights=1 - pos, minlength=offset)[None, :]])[0]
-    stats = bootstrap_statistic(unit, group, [pos, 1 - pos], int(clip.max()) + 1, offset, statistic, draws, seed)
-    defined = [bool(t[cat_codes == c].min() != t[cat_codes == c].max()) for c in range(len(cats))]
+    full = statistic(np.ones((1, len(rows))))[0]
+    stats = np.concatenate([statistic(w) for w in _resampled(len(rows), clip[rows], draws, seed)])
+    defined = [bool(t[cat == c].min() != t[cat == c].max()) for c in np.unique(cat)]
     return {"auroc": float(full[0]) if np.isfinite(full[0]) else None, "auroc_ci95": percentile_interval(stats[:, 0]),
             "macro_auroc": float(full[1]) if np.isfinite(full[1]) else None,
             "macro_auroc_ci95": percentile_interval(stats[:, 1]), "n_categories": int(sum(defined))}
 
 
-def _weighted_midranks(values: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """Midranks of ``values`` with each row counted ``w`` times (``w``: resamples × rows)."""
-    order = np.argsort(values, kind="stable")
-    sorted_values = values[order]
-    starts = np.flatnonzero(np.r_[True, sorted_values[1:] != sorted_values[:-1]])
-    ends = np.r_[starts[1:], len(values)]
-    cum = np.cumsum(w[:, order], axis=1)
-    before = np.where(starts > 0, cum[:, np.maximum(starts - 1, 0)], 0.0)
-    total = cum[:, ends - 1] - before
-    level_of = np.repeat(np.arange(len(starts)), ends - starts)
-    ranks = np.empty_like(w)
-    ranks[:, order] = (before + (total + 1) / 2)[:, level_of]
-    return ranks
+def spearman_by_group(x: np.ndarray, y: np.ndarray, clips: np.ndarray, groups, seed: int, draws: int) -> list[dict]:
+    """Spearman's ρ of x and y within each group (sorted labels), with its clip-bootstrap
+    interval: ``[{"group", "rho", "ci95", "n"}]``, all groups read off the same resamples."""
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    code, labels = _groups(groups)
+    if len(x) == 0:
+        return []
+    order = np.argsort(code, kind="stable")
+    x, y, code = x[order], y[order], code[order]
+    clip = pd.factorize(pd.Series(clips).astype(str), sort=True)[0][order]
+    starts = np.flatnonzero(np.r_[True, code[1:] != code[:-1]])
+    rx, ry = GroupedRanks(x, code), GroupedRanks(y, code)
 
+    def statistic(w):
+        a, b = rx.midranks(w), ry.midranks(w)
+        sw = _group_sums(w, starts)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ma, mb = (_group_sums(w * a, starts) / sw)[:, code], (_group_sums(w * b, starts) / sw)[:, code]
+            da, db = a - ma, b - mb
+            return _group_sums(w * da * db, starts) / np.sqrt(_group_sums(w * da * da, starts) * _group_sums(w * db * db, starts))
 
-def weighted_spearman(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """Spearman's ρ of each row of weights ``w`` (resamples × rows; see the module docstring)."""
-    rx, ry = _weighted_midranks(x, w), _weighted_midranks(y, w)
-    sw = w.sum(axis=1, keepdims=True)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mx, my = (w * rx).sum(1, keepdims=True) / sw, (w * ry).sum(1, keepdims=True) / sw
-        cov = (w * (rx - mx) * (ry - my)).sum(1)
-        return cov / np.sqrt((w * (rx - mx) ** 2).sum(1) * (w * (ry - my) ** 2).sum(1))
+    full = statistic(np.ones((1, len(x))))[0]
+    stats = np.concatenate([statistic(w) for w in _resampled(len(x), clip, draws, seed)])
+    sizes = np.diff(np.r_[starts, len(x)])
+    return [{"group": labels[g], "rho": float(full[j]) if np.isfinite(full[j]) and sizes[j] >= 2 else None,
+             "ci95": percentile_interval(stats[:, j]) if sizes[j] >= 2 else None, "n": int(sizes[j])}
+            for j, g in enumerate(np.unique(code))]
 
 
 def spearman_with_interval(x: np.ndarray, y: np.ndarray, clips: np.ndarray, seed: int, draws: int) -> dict:
-    """``{"rho", "ci95", "n"}``: Spearman's ρ of x and y and its clip-bootstrap interval."""
-    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
-    if len(x) < 2:
-        return {"rho": None, "ci95": None, "n": int(len(x))}
-    rho = weighted_spearman(x, y, np.ones((1, len(x))))[0]
-    clip, uniq = pd.factorize(pd.Series(clips).astype(str), sort=True)
-    budget = max(1, BUDGET // max(len(x), 1)) * len(uniq)  # chunks sized by rows, which each resample spans
-    stats = np.concatenate([weighted_spearman(x, y, w[:, clip])
-                            for w in bootstrap_weights(len(uniq), draws, seed, budget)])
-    return {"rho": float(rho) if np.isfinite(rho) else None, "ci95": percentile_interval(stats), "n": int(len(x))}
+    """``{"rho", "ci95", "n"}``: Spearman's ρ of x and y over all rows, with its clip-bootstrap interval."""
+    out = spearman_by_group(x, y, clips, np.zeros(len(x), np.int64), seed, draws)
+    if not out:
+        return {"rho": None, "ci95": None, "n": 0}
+    return {k: out[0][k] for k in ("rho", "ci95", "n")}

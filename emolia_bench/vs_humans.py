@@ -138,7 +138,7 @@ def graded_agreement(scored: pd.DataFrame, votes: pd.DataFrame, subset, seed: in
     per category, each with its clip-bootstrap interval; and the human reference on the same
     footing — on every (item, rater) with ≥ 2 other raters, ρ of the rater's rating with the
     mean of the others', and ρ of the model's similarity with those same means."""
-    from .ranking import spearman_with_interval
+    from .ranking import spearman_by_group, spearman_with_interval
 
     keys = list(subset.item_key)
     code = pd.MultiIndex.from_frame(scored[keys].reset_index(drop=True))
@@ -153,10 +153,8 @@ def graded_agreement(scored: pd.DataFrame, votes: pd.DataFrame, subset, seed: in
     clips = scored["clip"].astype(str).to_numpy()
     has = count > 0
     category = scored[subset.category_slice].to_numpy()
-    by = []
-    for c in sorted(pd.unique(category[has])):
-        mine = has & (category == c)
-        by.append({subset.category_slice: c, **spearman_with_interval(sims[mine], mean_rating[mine], clips[mine], seed, draws)})
+    by = [{subset.category_slice: r["group"], **{k: r[k] for k in ("rho", "ci95", "n")}}
+          for r in spearman_by_group(sims[has], mean_rating[has], clips[has], category[has], seed, draws)]
     # the human reference: each vote against the mean of the item's other votes (≥ 2 others)
     item = v["item"].to_numpy()
     others = count[item] - 1
