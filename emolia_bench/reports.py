@@ -493,13 +493,17 @@ def vs_humans_table(v: dict) -> str:
     pw, loo = v["pairwise"], v["leave_one_out"]
     names = (("human (each rater vs each other)", "human"), ("this model", "model"),
              ("sampling prior (costs nothing)", "sampling_prior"))
+    from .defaults import MIN_ITEMS
+
+    few = loo["n_items"] < MIN_ITEMS  # leave-one-out on too few items: said, not shown
     rows = []
     for title, key in names:
         p, lo = pw.get(key, {}), loo.get(key, {})
-        rows.append((title, p.get("accuracy"), p.get("balanced_accuracy"), p.get("kappa"), lo.get("accuracy"),
-                     lo.get("balanced_accuracy"), lo.get("balanced_accuracy_minus_human"),
-                     interval(lo.get("balanced_accuracy_minus_human_ci95"), signed)))
-    rows.append(("chance (a fair coin)", 0.5, 0.5, 0.0, 0.5, 0.5, None, "n/a"))
+        shown = [fraction(lo.get("accuracy")), fraction(lo.get("balanced_accuracy")),
+                 signed(lo.get("balanced_accuracy_minus_human")), interval(lo.get("balanced_accuracy_minus_human_ci95"), signed)]
+        rows.append((title, p.get("accuracy"), p.get("balanced_accuracy"), p.get("kappa"),
+                     *([f"too few items ({loo['n_items']})", "", "", ""] if few else shown)))
+    rows.append(("chance (a fair coin)", 0.5, 0.5, 0.0, "0.500", "0.500", "n/a", "n/a"))
     return ("## The model as one more rater\n\n"
             "Scored exactly as a human is, on the humans' own targets. *Pairwise*: against each rater's votes on the "
             f"items that rater rated, averaged over raters ({pw['model']['n_raters']} raters, "
@@ -508,7 +512,7 @@ def vs_humans_table(v: dict) -> str:
             f"the other raters' majority is defined ({loo['n_items']:,} items): the held-out human's vote and the "
             "model's decision against the same target; Δ is model − human, with a paired clip-bootstrap interval.\n\n"
             + md_table([("rater", TEXT), ("pairwise acc", FRACTION), ("pairwise bal. acc", FRACTION), ("pairwise κ", SIGNED),
-                        ("LOO acc", FRACTION), ("LOO bal. acc", FRACTION), ("Δ bal. acc vs human", SIGNED),
+                        ("LOO acc", TEXT), ("LOO bal. acc", TEXT), ("Δ bal. acc vs human", TEXT),
                         ("95 % CI", TEXT)], rows))
 
 
@@ -533,7 +537,11 @@ def headline_table(s: dict, category: str) -> str:
 
 
 def graded_table(g: dict, category: str) -> str:
+    from .defaults import MIN_ITEMS
+
     ref = g["human_reference"]
+    if ref["human"]["n"] < MIN_ITEMS:  # too few comparisons to say anything: said, not shown
+        ref = {side: {"rho": None, "ci95": None, "n": ref[side]["n"]} for side in ("human", "model")}
     rows = [("model similarity vs the mean rating of each item", signed(g["overall"]["rho"]),
              interval(g["overall"]["ci95"], signed), count(g["overall"]["n"])),
             ("a human's rating vs the mean of the other raters'", signed(ref["human"]["rho"]),
