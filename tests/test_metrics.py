@@ -179,3 +179,31 @@ def test_slice_intervals_equal_an_explicit_clip_resample():
             want = percentile_interval(ba) if tt.any() and (1 - tt).any() else None
             assert got[f][g] == pytest.approx(want, abs=1e-12), (f, g)
     assert sum(v is not None for v in got[1]) == 3  # every slice had both classes
+
+
+def test_small_slices_have_class_counts_and_no_interval_below_min_class_rows():
+    from emolia_bench.metrics import slice_report
+
+    # slice "few": 10 positives and 2 negatives; slice "many": 25 of each; clips of one row
+    kind = ["few"] * 12 + ["many"] * 50
+    truth = [1] * 10 + [0] * 2 + [1] * 25 + [0] * 25
+    frame = pd.DataFrame({"majority_present": truth, "pred_present": np.resize([1, 0, 0], 62),
+                          "similarity": np.linspace(-1, 1, 62), "clip": [f"c{i}" for i in range(62)],
+                          "all_agree_binary": True, "kind": kind})
+    _, _, tables = slice_report(frame, ["kind"], seed=1, draws=1000, min_class_rows=20)
+    t = tables["kind"].set_index("kind")
+    assert (t.loc["few", "n_positive"], t.loc["few", "n_negative"]) == (10, 2)
+    assert (t.loc["many", "n_positive"], t.loc["many", "n_negative"]) == (25, 25)
+    assert pd.isna(t.loc["few", "balanced_accuracy_ci_low"]) and t.loc["few", "balanced_accuracy"] is not None
+    assert not pd.isna(t.loc["many", "balanced_accuracy_ci_low"])
+    _, _, tables = slice_report(frame, ["kind"], seed=1, draws=1000, min_class_rows=2)
+    assert not pd.isna(tables["kind"].set_index("kind").loc["few", "balanced_accuracy_ci_low"])
+
+
+def test_report_marks_small_slices():
+    from emolia_bench.reports import too_small
+
+    assert too_small({"n_positive": 101.0, "n_negative": 2.0}, 20) == "too small (2 negatives)"
+    assert too_small({"n_positive": 1.0, "n_negative": 50.0}, 20) == "too small (1 positive)"
+    assert too_small({"n_positive": 0.0, "n_negative": 50.0}, 20) == "n/a (no positives)"
+    assert too_small({"n_positive": 20.0, "n_negative": 20.0}, 20) is None
