@@ -276,9 +276,7 @@ def bootstrap_intervals(figures: list[Resampled | None], seed: int, draws: int) 
                 np.asarray(f.statistic([x[:, offsets[i]:offsets[i + 1]] for x in sums])).reshape(len(sums[0]), -1)
                 for i, f in enumerate(group)])
 
-        k = len(group[0].values)
-        if any(len(f.values) != k for f in group):  # pad to a common number of value arrays
-            k = max(len(f.values) for f in group)
+        k = max(len(f.values) for f in group)  # figures with fewer value arrays are padded with zeros
         values = [np.concatenate([f.values[j] if j < len(f.values) else np.zeros(len(f.unit)) for f in group])
                   for j in range(k)]
         stats = bootstrap_statistic(np.concatenate([f.unit for f in group]),
