@@ -3,8 +3,9 @@
 One JSONL file per model tag under the cache folder. Each finished response is appended and
 flushed to the operating system at once (a ``kill -9`` loses nothing already written) and
 fsynced every ``sync_every`` entries or ``sync_seconds`` (a power cut loses at most that).
-A torn last line from a killed writer is ignored on load. Failures are never cached, so a
-re-run retries them.
+A torn last line from a killed writer is ignored on load and ended before the next append.
+One process at a time: a store is locked while open (``<file>.lock``). Failures are never
+cached, so a re-run retries them.
 
 The key is a hash of: model tag, sha256 of the clip's bytes, the prompt, and the item stem.
 The stem is there because an endpoint may legitimately answer by item (the sham server does),
@@ -48,7 +49,12 @@ class JsonlStore:
                         continue
         self.loaded = len(self.entries)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock_fh = lock_exclusively(self.path)
         self._fh = open(self.path, "a", encoding="utf-8")
+        if self._fh.tell() and not _ends_with_newline(self.path):
+            # a killed writer left a torn last line: end it, so the next answer starts a line of
+            # its own instead of being glued to the fragment (and lost on the next load)
+            self._fh.write("\n")
         self._lock = threading.Lock()
         self._unsynced = 0
         self._last_sync = time.monotonic()
@@ -77,6 +83,42 @@ class JsonlStore:
                 self._fh.flush()
                 os.fsync(self._fh.fileno())
                 self._fh.close()
+            if self._lock_fh is not None and not self._lock_fh.closed:
+                self._lock_fh.close()  # releases the lock
+
+
+def _ends_with_newline(path: Path) -> bool:
+    with open(path, "rb") as f:
+        f.seek(-1, os.SEEK_END)
+        return f.read(1) == b"\n"
+
+
+def lock_exclusively(path: Path):
+    """Take the exclusive advisory lock of the store at ``path`` (``<path>.lock``, holding the
+    holder's pid) for as long as the returned file stays open; a second run on the same store is
+    bad input naming the holder — two runs on one cache would request the same rows twice and
+    interleave their appends."""
+    try:
+        import fcntl
+    except ImportError:  # not a POSIX system: no advisory locks
+        return None
+    from .errors import InputError
+
+    lock_path = Path(f"{path}.lock")
+    fh = open(lock_path, "a+", encoding="utf-8")
+    try:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        fh.seek(0)
+        holder = fh.read().strip() or "unknown"
+        fh.close()
+        raise InputError(path, f"is in use by another running process (pid {holder}); two runs on one cache would "
+                               "request the same rows: wait for it to finish, or give this run another --cache-dir") from None
+    fh.seek(0)
+    fh.truncate()
+    fh.write(str(os.getpid()))
+    fh.flush()
+    return fh
 
 
 def _finite(value) -> float:

@@ -169,7 +169,7 @@ def test_write_outputs_is_all_or_nothing_when_a_folder_cannot_be_written(tmp_pat
     with pytest.raises(InputError) as e:
         # x.csv and b.json are staged first; c/y.csv cannot be: nothing may change
         write_outputs(root, {"a/x.csv": b"new x", "b.json": b"new b", "c/y.csv": b"new y"})
-    assert "c/y.csv" in str(e.value) and "cannot write" in str(e.value)
+    assert str(e.value).startswith(str(root / "c") + ":") and "a file where an output folder must go" in str(e.value)
     assert (root / "a/x.csv").read_bytes() == b"old x" and (root / "b.json").read_bytes() == b"old b"
     assert sorted(p.name for p in root.rglob("*")) == ["a", "b.json", "c", "x.csv"]  # no temp files left
 
@@ -233,3 +233,56 @@ def test_csv_bytes_writes_prediction_tables_itself_and_equals_pandas():
     assert _csv_text(df) is not None
     assert csv_bytes(df) == df.to_csv(index=False, lineterminator="\n").encode("utf-8")
     assert csv_bytes(df).decode().splitlines()[1] == 'a.mp3,"A voice, calm and ""low"".",0.25,1,True,'
+
+
+def test_a_folder_in_an_output_slot_is_refused_before_anything_is_replaced(tmp_path):
+    root = tmp_path / "out"
+    write_outputs(root, {"a.csv": b"old a", "b/summary.json": b"old s", "z.md": b"old z"})
+    (root / "b/summary.json").unlink()
+    (root / "b/summary.json").mkdir()  # a folder where summary.json must go
+    with pytest.raises(InputError) as e:
+        write_outputs(root, {"a.csv": b"new a", "b/summary.json": b"new s", "z.md": b"new z"})
+    assert "summary.json" in str(e.value) and "is a folder where an output file must go" in str(e.value)
+    assert (root / "a.csv").read_bytes() == b"old a" and (root / "z.md").read_bytes() == b"old z"
+
+
+def test_a_rename_failing_midway_puts_back_the_files_already_replaced(tmp_path, monkeypatch):
+    import os
+
+    root = tmp_path / "out"
+    write_outputs(root, {"a.csv": b"old a", "b.csv": b"old b", "c.csv": b"old c"})
+    real, calls = os.replace, []
+
+    def failing_third(src, dst):
+        calls.append(dst)
+        if len(calls) == 3:
+            raise OSError(28, "No space left on device")
+        return real(src, dst)
+
+    monkeypatch.setattr(os, "replace", failing_third)
+    with pytest.raises(InputError) as e:
+        write_outputs(root, {"a.csv": b"new a", "b.csv": b"new b", "c.csv": b"new c", "d.csv": b"new d"})
+    monkeypatch.setattr(os, "replace", real)
+    assert "restored" in str(e.value)
+    assert {p.name: p.read_bytes() for p in root.iterdir()} == {"a.csv": b"old a", "b.csv": b"old b", "c.csv": b"old c"}
+
+
+def test_concurrent_writers_never_mix_their_sets(tmp_path):
+    # Two processes write different full sets into one folder, several times at once: every
+    # run succeeds, and the folder always holds one run's set entirely (never a mix, never a
+    # run killed by the other's sweep of temporary files).
+    import subprocess
+    import sys
+
+    script = (
+        "import sys; from pathlib import Path; from emolia_bench.outputs import write_outputs\n"
+        "tag = sys.argv[2]\n"
+        "for _ in range(20):\n"
+        "    write_outputs(Path(sys.argv[1]), {f'f{i}.txt': (tag * 20000).encode() for i in range(30)})\n"
+    )
+    root = tmp_path / "out"
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(root), tag], stderr=subprocess.PIPE) for tag in "AB"]
+    for proc in procs:
+        assert proc.wait(timeout=120) == 0, proc.stderr.read()
+    contents = {p.read_bytes()[:1] for p in root.iterdir()}
+    assert len(contents) == 1 and len(list(root.iterdir())) == 30
