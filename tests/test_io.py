@@ -277,7 +277,7 @@ def test_concurrent_writers_never_mix_their_sets(tmp_path):
     script = (
         "import sys; from pathlib import Path; from emolia_bench.outputs import write_outputs\n"
         "tag = sys.argv[2]\n"
-        "for _ in range(20):\n"
+        "for _ in range(10):\n"
         "    write_outputs(Path(sys.argv[1]), {f'f{i}.txt': (tag * 20000).encode() for i in range(30)})\n"
     )
     root = tmp_path / "out"
