@@ -123,7 +123,7 @@ def main() -> int:
 
     results, failed = [], 0
     for subset, rows, stats, votes in plans:
-        with_audio = rows[rows["audio_path"].notna()]
+        with_audio = rows[rows["scorable"]]
         with progress_bar(scorer, len(with_audio), f"{subset.name} ({scorer.mode})") as bar:
             result = scorer.score(with_audio, args.dataset_root, bar)
         predictions = predictions_frame(rows, result, subset, args.threshold, args.dataset_root)

@@ -46,14 +46,16 @@ class BenchmarkResult:
 
 def predictions_frame(rows: pd.DataFrame, result: ScoreResult | None, subset: Subset, threshold: float,
                       dataset_root: Path | str = "dataset") -> pd.DataFrame:
-    """predictions.csv: one row per selected item; rows without audio are ``audio_missing``.
+    """predictions.csv: one row per selected item; rows without audio are ``audio_missing``, rows
+    whose clip may not be read carry the reason (``audio_refused: …``).
 
     ``audio_path`` is written as ``<dataset root>/<path below it>``: with the default root this is
     exactly what upstream writes when run from the project folder.
     """
-    has_audio = rows["audio_path"].notna().to_numpy()
+    has_audio = rows["scorable"].to_numpy(dtype=bool)
     sim = np.full(len(rows), np.nan)
-    error = np.array([AUDIO_MISSING] * len(rows), dtype=object)
+    # unscored rows: the clip is missing, or was found but may not be read (its reason)
+    error = np.where(rows["audio_path"].isna(), AUDIO_MISSING, rows["audio_error"].astype(object)).astype(object)
     if result is not None:
         sim[has_audio] = result.similarity
         error[has_audio] = result.error

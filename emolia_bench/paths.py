@@ -1,14 +1,16 @@
 """Clip paths sent by clients: resolved inside the dataset root, or refused.
 
-Shared by both servers (sham_server, clap_server): a request names its clip relative to the
-server's dataset root, and nothing outside that root — through ``..``, an absolute path or a
-symlink — may be opened or even tested for existence.
+Shared by both servers (sham_server, clap_server) and every scorer: a clip is named relative to
+the dataset root, and nothing outside that root — through ``..``, an absolute path or a symlink —
+may be opened or even tested for existence; only regular files are read (a FIFO would block the
+reader forever, a device never ends).
 """
 
 from __future__ import annotations
 
 import functools
 import os
+import stat
 from pathlib import Path, PurePosixPath
 
 
@@ -40,3 +42,41 @@ def _real_folder(path: str) -> str:
     of a request's ~0.7 ms). A folder swapped for a symlink while the server runs is therefore
     not noticed until restart; the clip file itself is always checked."""
     return os.path.realpath(path)
+
+
+def clip_problem(root: Path, rel: str) -> str | None:
+    """Why the clip ``rel`` may not be read (``audio_refused: …``, ``audio_unreadable: …``), or
+    None when it is a regular file inside ``root``."""
+    try:
+        real = resolve_inside(root, rel)
+        mode = os.stat(real).st_mode
+    except PathRefused as e:
+        return f"audio_refused: {e}"
+    except OSError as e:
+        return f"audio_unreadable: {e.strerror or type(e).__name__}"
+    if not stat.S_ISREG(mode):
+        kind = "a FIFO" if stat.S_ISFIFO(mode) else "a folder" if stat.S_ISDIR(mode) else "a device or socket"
+        return f"audio_refused: {kind}, not a regular file"
+    return None
+
+
+class ClipRefused(OSError):
+    """A clip that may not be read; ``str()`` is the row's error text."""
+
+
+def read_clip(root: Path, rel: str) -> bytes:
+    """The bytes of the regular file ``rel`` inside ``root``, or :class:`ClipRefused`. Opened
+    without blocking and without following a last-moment symlink, then checked again on the open
+    file, so a clip swapped for a FIFO or a link after :func:`clip_problem` still never hangs or
+    leaks."""
+    try:
+        real = resolve_inside(root, rel)
+        fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    except PathRefused as e:
+        raise ClipRefused(f"audio_refused: {e}") from None
+    except OSError as e:
+        raise ClipRefused(f"audio_unreadable: {e.strerror or type(e).__name__}") from None
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            raise ClipRefused("audio_refused: not a regular file")
+        return f.read()

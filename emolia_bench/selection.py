@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from .io import InputError, check_pattern, check_values, load_rubric, read_csv_strings
+from .paths import clip_problem
 from .subsets import SUBSETS, Subset
 
 BOOL_VALUES = ("True", "False")
@@ -105,13 +106,23 @@ def apply_filters(labels: pd.DataFrame, f: Filters) -> tuple[pd.DataFrame, dict]
 
 def build_rows(kept: pd.DataFrame, subset: Subset, dataset_root: Path) -> pd.DataFrame:
     """Add ``prompt``, ``audio_path`` (relative to the dataset root; None when the clip is
-    missing), ``item_stem`` and ``clip`` (the unit the bootstrap resamples)."""
+    missing), ``item_stem``, ``clip`` (the unit the bootstrap resamples), ``audio_error`` (why a
+    found clip may not be read: not a regular file, or a link leading out of the root) and
+    ``scorable`` (a clip that may be read)."""
+    if Path(dataset_root).exists() and not Path(dataset_root).is_dir():
+        raise InputError(dataset_root, "is not a folder; expected --dataset-root to be the folder holding "
+                                       f"{subset.name}/ and its clips")
     rubric = load_rubric(Path(dataset_root) / subset.rubric_file) if subset.rubric_file else None
     rows = kept.copy()
     rows["prompt"] = subset.prompt(rows, rubric) if len(rows) else pd.Series(dtype=object)
     rows["audio_path"] = subset.audio_paths(rows, Path(dataset_root)) if len(rows) else pd.Series(dtype=object)
     rows["item_stem"] = subset.sham_stem(rows) if len(rows) else pd.Series(dtype=object)
     rows["clip"] = clip_ids(rows["audio_path"], rows["item_stem"])
+    # only regular files inside the dataset root are scored, whatever the scorer (a FIFO named
+    # like a clip would hang a reader; a link leading out would send a foreign file's bytes)
+    problems = {rel: clip_problem(Path(dataset_root), rel) for rel in pd.unique(rows["audio_path"].dropna())}
+    rows["audio_error"] = rows["audio_path"].map(problems) if len(rows) else pd.Series(dtype=object)
+    rows["scorable"] = rows["audio_path"].notna() & rows["audio_error"].isna()
     return rows
 
 

@@ -128,3 +128,39 @@ def test_outputs_are_deterministic(worked, tmp_path):
     assert snapshot(tmp_path / "a") == snapshot(tmp_path / "b")
     text = (tmp_path / "a/emolia-dim/summary.json").read_text()
     assert "NaN" not in text and "Infinity" not in text
+
+
+def test_only_regular_clips_inside_the_root_are_read_or_sent(worked, tmp_path_factory):
+    # a FIFO named like a clip would block a reader forever; a link leading out of the dataset
+    # root would send a foreign file's bytes. Both are error rows, in every scorer, and no hang.
+    import os
+
+    from .servers import scripted_server
+
+    outside = tmp_path_factory.mktemp("outside") / "secret.mp3"
+    outside.write_bytes(b"SECRET")
+    clips = worked / "dataset/emolia-emo/data/Awe_best"
+    (clips / "B.mp3").unlink()
+    os.mkfifo(clips / "B.mp3")
+    (clips / "C.mp3").unlink()
+    (clips / "C.mp3").symlink_to(outside)
+    for extra in ((), ("--endpoint", "URL", "--cache-dir", str(worked / "cache"))):
+        with scripted_server() as (server, url):
+            args = [a.replace("URL", url) for a in extra]
+            r = run_script("benchmark.py", "--subset", "emolia-emo", *args, cwd=worked, timeout=60)
+            sent = [p["audio_path"] for p in server.payloads]
+        assert r.returncode == 1, r.stderr  # written, with error rows
+        pred = pd.read_csv(worked / "benchmark_outputs/emolia-emo/predictions.csv", keep_default_na=False)
+        errors = dict(zip(pred["file_name"], pred["error"], strict=True))
+        assert errors["B.mp3"] == "audio_refused: a FIFO, not a regular file"
+        assert errors["C.mp3"] == "audio_refused: audio_path escapes the dataset root"
+        assert not any(p.endswith(("B.mp3", "C.mp3")) for p in sent)
+        s = json.loads((worked / "benchmark_outputs/emolia-emo/summary.json").read_text())
+        assert s["evaluation_errors"] == (pred["file_name"].isin(["B.mp3", "C.mp3"])).sum()
+
+
+def test_a_dataset_root_that_is_a_file_is_refused(worked):
+    before = snapshot(worked / "benchmark_outputs") if (worked / "benchmark_outputs").exists() else {}
+    r = run_script("benchmark.py", "--dataset-root", "annotations/emolia-emo/users.csv", cwd=worked)
+    assert r.returncode == 2 and "is not a folder" in r.stderr and "Traceback" not in r.stderr
+    assert (snapshot(worked / "benchmark_outputs") if (worked / "benchmark_outputs").exists() else {}) == before

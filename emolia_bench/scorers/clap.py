@@ -33,6 +33,7 @@ import os
 from fractions import Fraction
 from pathlib import Path
 
+from ..paths import ClipRefused, read_clip
 from . import Scorer, ScoreResult
 
 INSTALL_HINT = ("the in-process CLAP backend needs the 'clap' extra and PyTorch: "
@@ -271,10 +272,10 @@ class ClapScorer(Scorer):
 
             for rel in sorted(set(paths)):
                 try:
-                    data = (Path(dataset_root) / rel).read_bytes()
-                except OSError as e:
+                    data = read_clip(Path(dataset_root), rel)
+                except ClipRefused as e:
                     clip_key[rel] = "missing:" + rel
-                    key_error[clip_key[rel]] = f"audio_unreadable: {e.strerror or type(e).__name__}"
+                    key_error[clip_key[rel]] = str(e)
                     continue
                 key = clip_key[rel] = "a:" + hashlib.sha256(data).hexdigest()
                 if key in seen or cache.get(key) is not None:

@@ -36,6 +36,7 @@ import pandas as pd
 
 from ..cache import ResponseCache, cache_key
 from ..io import InputError
+from ..paths import ClipRefused, read_clip
 from . import Scorer, ScoreResult
 
 RESPONSE_KEYS = ("similarity", "score", "logit")
@@ -280,11 +281,10 @@ class EndpointScorer(Scorer):
                 if paths[row] != current_path:
                     current_path = paths[row]
                     try:
-                        with open(os.path.join(root, current_path), "rb") as f:
-                            data = f.read()
-                    except OSError as e:
+                        data = read_clip(root, current_path)
+                    except ClipRefused as e:
                         sha = None
-                        read_error = f"audio_unreadable: {e.strerror or type(e).__name__}"
+                        read_error = str(e)
                     else:
                         sha = hashlib.sha256(data).hexdigest()
                         b64 = base64.b64encode(data) if self.send_audio else None
