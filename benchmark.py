@@ -116,18 +116,18 @@ def main() -> int:
     for subset in subsets_to_run(args.subset, args.analysis_root, "benchmark_labels.csv"):
         labels = load_labels(args.analysis_root / subset.name / "benchmark_labels.csv", subset)
         votes = load_votes(args.analysis_root / subset.name / "votes.csv", subset)
+        human = load_human_numbers(args.analysis_root / subset.name / "summary.json")
         kept, stats = apply_filters(labels, filters)
         if args.limit is not None:
             kept = kept.head(args.limit)
-        plans.append((subset, build_rows(kept, subset, args.dataset_root), stats, votes))
+        plans.append((subset, build_rows(kept, subset, args.dataset_root), stats, votes, human))
 
     results, failed = [], 0
-    for subset, rows, stats, votes in plans:
+    for subset, rows, stats, votes, human in plans:
         with_audio = rows[rows["scorable"]]
         with progress_bar(scorer, len(with_audio), f"{subset.name} ({scorer.mode})") as bar:
             result = scorer.score(with_audio, args.dataset_root, bar)
         predictions = predictions_frame(rows, result, subset, args.threshold, args.dataset_root)
-        human = load_human_numbers(args.analysis_root / subset.name / "summary.json")
         r = evaluate(subset, rows, predictions, mode=scorer.mode, endpoint=scorer.endpoint, threshold=args.threshold,
                      filter_mode=filters.mode_name(subset), filter_stats=stats, human=human, votes=votes,
                      seed=args.seed, draws=args.bootstrap_draws, min_class_rows=args.min_class_rows,

@@ -21,7 +21,6 @@ Only rows scored ok by both runs enter a pair's tests.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from itertools import combinations
 from pathlib import Path
@@ -30,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import InputError
-from .io import read_csv_strings
+from .io import check_values, first_bad, load_json_object, read_csv_strings
 from .metrics import balanced_accuracy_from_sums, binary_metrics, confusion_counts
 from .resampling import bootstrap_statistic, percentile_interval
 from .selection import clip_ids
@@ -50,14 +49,27 @@ def load_run(folder: Path, name: str, subset: Subset) -> Run | None:
     sub = Path(folder) / subset.name
     if not (sub / "predictions.csv").exists():
         return None
-    try:
-        summary = json.loads((sub / "summary.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise InputError(sub / "summary.json", f"unreadable ({e}); expected the summary.json benchmark.py wrote") from None
+    summary = load_json_object(sub / "summary.json", "the summary.json benchmark.py wrote")
     if summary.get("subset") != subset.name:
         raise InputError(sub / "summary.json", f"is for subset {summary.get('subset')!r}, expected {subset.name}")
-    cols = [*subset.item_key, "majority_present", "audio_path", "pred_present", "ok"]
-    df = read_csv_strings(sub / "predictions.csv", cols, allow_no_rows=True)
+    for key in ("overall", "unanimous_subset"):
+        if not isinstance(summary.get(key), dict):
+            raise InputError(sub / "summary.json", f"key '{key}' is missing or not an object; expected the summary.json "
+                                                   "benchmark.py wrote", column=key)
+    path = sub / "predictions.csv"
+    cols = [*subset.item_key, "majority_present", "audio_path", "similarity", "pred_present", "ok"]
+    df = read_csv_strings(path, cols, allow_no_rows=True)
+    check_values(path, df, "majority_present", ("0", "1"))
+    check_values(path, df, "ok", ("True", "False"))
+    scored = df["ok"] == "True"
+    bad = (scored & ~df["pred_present"].isin(("0", "1"))) | (~scored & (df["pred_present"] != ""))
+    first_bad(path, df, "pred_present", bad, "0 or 1 on a row scored ok, empty on a row that is not")
+    similarity = pd.to_numeric(df["similarity"].where(scored, "0"), errors="coerce")
+    bad = scored & ~np.isfinite(similarity.to_numpy(dtype=np.float64))
+    if bad.any():
+        i = int(np.flatnonzero(bad.to_numpy())[0])
+        raise InputError(path, f"unexpected value {df['similarity'].iloc[i]!r}; expected a finite number on a row "
+                               "scored ok", row=i + 1, column="similarity")
     out = df[list(subset.item_key)].copy()
     out["majority_present"] = df["majority_present"].astype(int)
     out["ok"] = df["ok"] == "True"

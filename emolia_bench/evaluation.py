@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,6 +11,8 @@ import pandas as pd
 
 from .analysis import HUMAN_ALIASES
 from .defaults import BOOTSTRAP_DRAWS, BOOTSTRAP_SEED
+from .errors import InputError
+from .io import load_json_object
 from .metrics import (
     MIN_CLASS_ROWS,
     band,
@@ -74,13 +75,21 @@ def predictions_frame(rows: pd.DataFrame, result: ScoreResult | None, subset: Su
 
 
 def load_human_numbers(path: Path) -> dict:
-    """The six human_* figures from analysis summary.json; nulls (with a warning) if absent."""
-    try:
-        summary = json.loads(Path(path).read_text(encoding="utf-8"))
-        return {alias: summary.get(alias) for alias, _ in HUMAN_ALIASES}
-    except (OSError, ValueError):
-        print(f"warning: {path} not readable; human reference numbers will be null", file=sys.stderr)
+    """The six human_* figures from analysis summary.json: nulls (with a warning) when the file
+    is missing; bad input when it is there but malformed (not JSON, not an object, a figure that
+    is not a number)."""
+    path = Path(path)
+    if not path.exists():
+        print(f"warning: {path} not found; human reference numbers will be null", file=sys.stderr)
         return {alias: None for alias, _ in HUMAN_ALIASES}
+    summary = load_json_object(path, "the summary.json analysis.py wrote")
+    out = {}
+    for alias, _ in HUMAN_ALIASES:
+        value = summary.get(alias)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            raise InputError(path, f"key '{alias}' holds {value!r}; expected a number or null", column=alias)
+        out[alias] = value
+    return out
 
 
 def _record(key: str, value, m: dict, fields) -> dict:

@@ -117,7 +117,7 @@ def read_csv_strings(path: Path, required: Iterable[str], *, allow_no_rows: bool
     return df
 
 
-def _first_bad(path: Path, df: pd.DataFrame, column: str, bad: pd.Series, expected: str) -> None:
+def first_bad(path: Path, df: pd.DataFrame, column: str, bad: pd.Series, expected: str) -> None:
     if bad.any():
         i = int(np.flatnonzero(bad.to_numpy())[0])
         value = df[column].iloc[i]
@@ -147,20 +147,20 @@ def _is_integer_text(v: str) -> bool:
 
 def check_nonblank(path: Path, df: pd.DataFrame, columns: Iterable[str]) -> None:
     for c in columns:
-        _first_bad(path, df, c, bad_values(df[c], str.strip), "a non-empty value")
+        first_bad(path, df, c, bad_values(df[c], str.strip), "a non-empty value")
 
 
 def check_values(path: Path, df: pd.DataFrame, column: str, allowed: Iterable[str]) -> None:
     allowed = tuple(allowed)
-    _first_bad(path, df, column, ~df[column].isin(allowed), "one of " + ", ".join(allowed))
+    first_bad(path, df, column, ~df[column].isin(allowed), "one of " + ", ".join(allowed))
 
 
 def check_pattern(path: Path, df: pd.DataFrame, column: str, pattern: str, expected: str) -> None:
-    _first_bad(path, df, column, bad_values(df[column], re.compile(pattern).fullmatch), expected)
+    first_bad(path, df, column, bad_values(df[column], re.compile(pattern).fullmatch), expected)
 
 
 def check_integers(path: Path, df: pd.DataFrame, column: str, expected: str) -> None:
-    _first_bad(path, df, column, bad_values(df[column], _is_integer_text), expected)
+    first_bad(path, df, column, bad_values(df[column], _is_integer_text), expected)
 
 
 def load_annotations(path: Path, subset: Subset) -> pd.DataFrame:
@@ -176,7 +176,7 @@ def load_annotations(path: Path, subset: Subset) -> pd.DataFrame:
         check_integers(path, df, col, "an integer number of milliseconds")
     # the timestamp must also be a real date (2026-02-30 matches the pattern)
     ts = pd.to_datetime(df["created_at"], format="%Y-%m-%d %H:%M:%S", errors="coerce")
-    _first_bad(path, df, "created_at", ts.isna(), "a valid date and time YYYY-MM-DD HH:MM:SS")
+    first_bad(path, df, "created_at", ts.isna(), "a valid date and time YYYY-MM-DD HH:MM:SS")
     check_unique_ids(path, df, "annotation_id")
     return df
 
@@ -210,7 +210,7 @@ def load_users(path: Path) -> pd.DataFrame:
     df = read_csv_strings(path, USERS_COLUMNS)
     check_nonblank(path, df, ("username",))
     dup = df["username"].duplicated()
-    _first_bad(path, df, "username", dup, "each username once")
+    first_bad(path, df, "username", dup, "each username once")
     return df
 
 
@@ -240,4 +240,22 @@ def load_rubric(path: Path) -> dict | None:
         raise InputError(path, f"is not valid JSON ({e.msg}); expected an object keyed by dimension", row=e.lineno) from None
     if not isinstance(data, dict):
         raise InputError(path, "expected a JSON object keyed by dimension code")
+    return data
+
+
+def load_json_object(path: Path, what: str) -> dict:
+    """A JSON file that must hold an object (``what`` says which file it should be), or
+    :class:`InputError` naming it: unreadable, not JSON (with the line and column), or not an
+    object."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise InputError(path, f"unreadable ({e.strerror or type(e).__name__}); expected {what}") from None
+    except UnicodeDecodeError:
+        raise InputError(path, f"is not UTF-8 text; expected {what}") from None
+    except json.JSONDecodeError as e:
+        raise InputError(path, f"is not valid JSON ({e.msg} at line {e.lineno}, column {e.colno}); expected {what}") from None
+    if not isinstance(data, dict):
+        raise InputError(path, f"holds a JSON {type(data).__name__}, not an object; expected {what}")
     return data

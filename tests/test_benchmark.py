@@ -164,3 +164,18 @@ def test_a_dataset_root_that_is_a_file_is_refused(worked):
     r = run_script("benchmark.py", "--dataset-root", "annotations/emolia-emo/users.csv", cwd=worked)
     assert r.returncode == 2 and "is not a folder" in r.stderr and "Traceback" not in r.stderr
     assert (snapshot(worked / "benchmark_outputs") if (worked / "benchmark_outputs").exists() else {}) == before
+
+
+@pytest.mark.parametrize("content, said", [("[1, 2]", "holds a JSON list, not an object"),
+                                           ("{not json", "is not valid JSON"),
+                                           ('{"human_accuracy_binary": "high"}', "'human_accuracy_binary' holds 'high'")])
+def test_a_malformed_analysis_summary_is_bad_input(worked, content, said):
+    (worked / "analysis_outputs/emolia-emo/summary.json").write_text(content)
+    r = run_script("benchmark.py", "--subset", "emolia-emo", cwd=worked)
+    assert r.returncode == 2 and said in r.stderr and "summary.json" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_missing_analysis_summary_only_warns(worked):
+    (worked / "analysis_outputs/emolia-emo/summary.json").unlink()
+    r = run_script("benchmark.py", "--subset", "emolia-emo", cwd=worked)
+    assert r.returncode == 0 and "not found; human reference numbers will be null" in r.stderr

@@ -122,3 +122,34 @@ def test_sign_flip_false_positive_rate_is_nominal_on_clustered_data():
         pb = np.where(clip_b, truth, 1 - truth)
         rejected += sign_flip_p_value(truth, pa, pb, clip, draws=400, seed=rep) < 0.05
     assert abs(rejected / reps - 0.05) <= 0.02, rejected / reps
+
+
+def set_cell(path, row, column, value):
+    """Set one cell of a CSV (row 1 = the first data row) keeping every other byte."""
+    lines = path.read_text().split("\n")
+    header = lines[0].split(",")
+    cells = lines[row].split(",")
+    cells[header.index(column)] = value
+    lines[row] = ",".join(cells)
+    path.write_text("\n".join(lines))
+
+
+@pytest.mark.parametrize("column, value", [("similarity", "abc"), ("ok", "maybe"), ("pred_present", "7")])
+def test_malformed_prediction_cells_are_refused_naming_row_and_column(project, tmp_path, column, value):
+    bad = copy_run(project, "a", f"bad_{column}")
+    pred = bad / "emolia-emo/predictions.csv"
+    scored_row = next(i for i, line in enumerate(pred.read_text().splitlines()[1:], 1) if ",True," in line)
+    set_cell(pred, scored_row, column, value)
+    r = run_script("compare.py", "runs/a", f"runs/bad_{column}", "--output-dir", tmp_path / "out", cwd=project)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert "predictions.csv" in r.stderr and f"row {scored_row}" in r.stderr and f"'{column}'" in r.stderr
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("content", ["[1, 2]", "{not json"])
+def test_a_summary_that_is_not_a_json_object_is_refused(project, tmp_path, content):
+    bad = copy_run(project, "a", "bad_summary")
+    (bad / "emolia-dim/summary.json").write_text(content)
+    r = run_script("compare.py", "runs/a", "runs/bad_summary", "--output-dir", tmp_path / "out", cwd=project)
+    assert r.returncode == 2 and "summary.json" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert ("not an object" if content.startswith("[") else "not valid JSON") in r.stderr
