@@ -45,12 +45,17 @@ def main() -> int:
     g.add_argument("--model-tag", help="names the model in the response cache (default: the first endpoint URL); "
                                       "replicas of one model share it")
     g.add_argument("--threshold", type=float, default=0.0, help="predict present iff similarity >= threshold (default: 0.0)")
-    g.add_argument("--timeout", type=float, default=60.0, help="seconds per request (default: 60)")
+    g.add_argument("--timeout", type=float, default=60.0,
+                   help="deadline in seconds for each whole request: connect, send, wait and read (default: 60)")
     g.add_argument("--no-audio-send", action="store_true",
                    help="omit audio_base64 from requests (for servers that read clips from their own dataset root)")
     g.add_argument("--workers", type=int, default=16, help="concurrent requests (default: 16)")
-    g.add_argument("--max-retries", type=int, default=4,
-                   help="retries per request on timeouts, connection errors, 429 and 5xx (default: 4)")
+    g.add_argument("--max-retries", type=int, default=16,
+                   help="retries per request on timeouts, connection errors, 429, 5xx and bad bodies (default: 16: "
+                        "a 50%% fault rate still finishes)")
+    g.add_argument("--give-up-after", type=float, default=120.0,
+                   help="give up on the endpoint when no request has succeeded for this many seconds; the rows left "
+                        "are errors and a re-run retries them (default: 120)")
     g.add_argument("--cache-dir", type=Path, default=Path(".cache/emolia-bench"),
                    help="response cache for resuming (default: .cache/emolia-bench)")
     g.add_argument("--fresh", action="store_true", help="ignore cached responses (new answers are still cached)")
@@ -87,6 +92,8 @@ def main() -> int:
         p.error("--workers must be >= 1, --timeout > 0 and --limit >= 0")
     if args.cv_folds < 2:
         p.error("--cv-folds must be at least 2")
+    if args.max_retries < 0 or args.give_up_after <= 0:
+        p.error("--max-retries must be >= 0 and --give-up-after > 0")
 
     from emolia_bench.evaluation import evaluate, load_human_numbers, predictions_frame
     from emolia_bench.outputs import csv_bytes, json_bytes, write_outputs
@@ -106,7 +113,8 @@ def main() -> int:
                             backend=args.clap_backend)
     elif args.endpoint:
         scorer = get_scorer("endpoint", endpoints=args.endpoint, timeout=args.timeout, workers=args.workers,
-                            max_retries=args.max_retries, cache_dir=args.cache_dir, fresh=args.fresh,
+                            max_retries=args.max_retries, give_up_after=args.give_up_after,
+                            cache_dir=args.cache_dir, fresh=args.fresh,
                             model_tag=args.model_tag, send_audio=not args.no_audio_send)
     else:
         scorer = get_scorer("sham")

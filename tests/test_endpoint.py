@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import time
+from http.server import BaseHTTPRequestHandler
 
 import pandas as pd
 import pytest
@@ -181,3 +182,77 @@ def test_identical_clip_bytes_do_not_share_an_answer(tmp_path):
 def test_bad_endpoint_url_is_refused():
     r = run_script("benchmark.py", "--endpoint", "localhost:8765")
     assert r.returncode == 2 and "--endpoint" in r.stderr and "Traceback" not in r.stderr
+
+
+class Dripping(BaseHTTPRequestHandler):
+    """Answers every request one byte at a time, ``server.drip`` seconds apart: in the headers
+    (``server.where == "headers"``) or in the body."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers["Content-Length"]))
+        body = b'{"similarity": 0.5}'
+        head = f"HTTP/1.1 200 OK\r\nContent-Length: {len(body)}\r\nContent-Type: application/json\r\n\r\n".encode()
+        slow, fast = (head, b"") if self.server.where == "headers" else (b"", head)
+        try:
+            self.wfile.write(fast)
+            for b in slow + (body if self.server.where == "body" else b""):
+                self.wfile.write(bytes([b]))
+                self.wfile.flush()
+                time.sleep(self.server.drip)
+            if self.server.where == "headers":
+                self.wfile.write(body)
+        except OSError:
+            pass  # the client hung up: what a deadline does
+        self.close_connection = True
+
+
+@pytest.mark.parametrize("where", ["headers", "body"])
+def test_the_timeout_is_a_deadline_for_the_whole_request(demo, tmp_path, where):
+    from .servers import serving
+
+    with serving(Dripping, drip=0.25, where=where) as server:
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1/similarity"
+        start = time.monotonic()
+        r = bench(demo, tmp_path, url, "--subset", "emolia-dim", "--limit", "2", "--timeout", "1", "--max-retries", "1",
+                  "--workers", "2")
+        took = time.monotonic() - start
+    assert r.returncode == 1, r.stderr
+    errors = pd.read_csv(tmp_path / "emolia-dim/predictions.csv", keep_default_na=False)["error"]
+    assert (errors.str.startswith("timeout: no full answer within 1 s")).all()
+    # each row: 2 attempts of at most ~1 s each plus a short back-off, rows in parallel; the
+    # dripping answer alone would take 9–25 s per attempt
+    assert took < 10, took
+
+
+def test_a_dead_endpoint_ends_the_run_after_give_up_after(demo, tmp_path):
+    import socket
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    start = time.monotonic()
+    r = bench(demo, tmp_path, f"http://127.0.0.1:{port}/v1/similarity", "--subset", "emolia-dim", "--limit", "30",
+              "--give-up-after", "2", "--workers", "4")
+    took = time.monotonic() - start
+    assert r.returncode == 1, r.stderr
+    errors = pd.read_csv(tmp_path / "emolia-dim/predictions.csv", keep_default_na=False)["error"]
+    assert errors.str.startswith("gave up: no successful answer for 2 s").sum() >= 20
+    assert took < 20, took  # 2 s without progress, the back-off in flight, start-up
+
+
+def test_retries_follow_progress_not_a_budget(demo, tmp_path):
+    # 30 % of all attempts fail, whatever the attempt: a fixed run-wide budget ran out at such
+    # rates; retries that follow progress finish every row
+    def fault(payload, attempt):
+        h = sum(map(ord, payload["item_stem"] + payload["text"])) + 7 * attempt
+        return "500" if h % 10 < 3 else None
+
+    with scripted_server(fault) as (server, url):
+        r = bench(demo, tmp_path, url, "--subset", "emolia-dim", "--workers", "8")
+    assert r.returncode == 0, r.stderr
+    assert pd.read_csv(tmp_path / "emolia-dim/predictions.csv")["ok"].all()

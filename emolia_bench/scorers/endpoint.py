@@ -10,8 +10,11 @@ Design, in the order a request meets it:
 * each request goes to the replica with the fewest requests in flight; a replica that fails
   several times in a row is taken out of rotation for a cool-down.
 * timeouts, connection errors, 5xx, 429 (honouring ``Retry-After``) and unparseable bodies
-  are retried with exponential back-off and full jitter, within a per-request limit and a
-  budget for the whole run; a row that still fails is returned with its error, never dropped.
+  are retried with exponential back-off and full jitter, up to ``max_retries`` per request,
+  for as long as the endpoint keeps answering: the run gives up only when no request has
+  succeeded for ``give_up_after`` seconds (a dead server), and then every row still waiting
+  fails at once. A row that fails is returned with its error, never dropped.
+* ``timeout`` is a deadline for the whole request (:class:`Deadlines`), not for each read.
 * every success is appended to the on-disk cache as it arrives.
 """
 
@@ -40,6 +43,12 @@ from ..paths import ClipRefused, read_clip
 from . import Scorer, ScoreResult
 
 RESPONSE_KEYS = ("similarity", "score", "logit")
+# Retries per request: at a 50 % fault rate a row fails all 17 attempts with probability
+# 0.5**17 ≈ 7.6e-6 (0.06 rows expected among 8,000), at 20 % with 1.3e-12; a dead endpoint is
+# caught by GIVE_UP_AFTER, not by this count.
+MAX_RETRIES = 16
+# Seconds without a single successful answer after which the run gives up on the endpoint.
+GIVE_UP_AFTER = 120.0
 JSON_HEADERS = {"Content-Type": "application/json"}
 
 
@@ -119,6 +128,86 @@ class ReplicaPool:
                 self.failures[i] = 0
 
 
+class Deadlines:
+    """``--timeout`` as a deadline for the whole request — connect, send, wait, read — whatever
+    the server's pace. A per-read socket timeout alone lets a server that drips a byte every
+    half second hold a request for minutes. Each worker thread opens its own connections (one
+    session per thread), so every socket is registered under the thread that made it; a watchdog
+    thread shuts down the sockets of any thread whose request has passed its deadline, which
+    makes the blocked read fail at once (the request is then retried like any timeout)."""
+
+    def __init__(self, poll: float = 0.05):
+        self._lock = threading.Lock()
+        self._sockets: dict[int, list] = {}  # thread id -> sockets it opened
+        self._deadline: dict[int, float] = {}  # thread id -> deadline of its request in flight
+        self.expired = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, args=(poll,), daemon=True, name="endpoint-deadlines")
+        self._thread.start()
+
+    def register(self, sock) -> None:
+        with self._lock:
+            self._sockets.setdefault(threading.get_ident(), []).append(sock)
+
+    def start(self, seconds: float) -> None:
+        with self._lock:
+            self._deadline[threading.get_ident()] = time.monotonic() + seconds
+
+    def finish(self) -> bool:
+        """End the current thread's request; True when the watchdog had cut it."""
+        with self._lock:
+            return self._deadline.pop(threading.get_ident(), None) == -1.0
+
+    def _watch(self, poll: float) -> None:
+        import socket
+
+        while not self._stop.wait(poll):
+            now = time.monotonic()
+            with self._lock:
+                late = [t for t, d in self._deadline.items() if 0 <= d < now]
+                for t in late:
+                    self._deadline[t] = -1.0  # cut: the worker reports a timeout
+                    self.expired += 1
+                    for sock in self._sockets.get(t, []):
+                        try:
+                            sock.shutdown(socket.SHUT_RDWR)
+                        except OSError:
+                            pass  # already closed
+                    self._sockets[t] = []
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+
+def watched_adapter(deadlines: Deadlines, n_replicas: int):
+    """A requests adapter whose connections register their sockets with ``deadlines``."""
+    import requests
+    from urllib3.connection import HTTPConnection, HTTPSConnection
+    from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+
+    class Watched:
+        def connect(self):
+            super().connect()
+            deadlines.register(self.sock)
+
+    class WatchedHTTP(Watched, HTTPConnection):
+        pass
+
+    class WatchedHTTPS(Watched, HTTPSConnection):
+        pass
+
+    class PoolHTTP(HTTPConnectionPool):
+        ConnectionCls = WatchedHTTP
+
+    class PoolHTTPS(HTTPSConnectionPool):
+        ConnectionCls = WatchedHTTPS
+
+    adapter = requests.adapters.HTTPAdapter(pool_connections=n_replicas, pool_maxsize=n_replicas, max_retries=0)
+    adapter.poolmanager.pool_classes_by_scheme = {"http": PoolHTTP, "https": PoolHTTPS}
+    return adapter
+
+
 @dataclass
 class Task:
     row: int
@@ -140,10 +229,10 @@ def payload_body(text: str, audio_path: str, item_stem: str, b64: bytes | None) 
 class EndpointScorer(Scorer):
     mode = "remote"
 
-    def __init__(self, endpoints: list[str], timeout: float = 60.0, workers: int = 16, max_retries: int = 4,
+    def __init__(self, endpoints: list[str], timeout: float = 60.0, workers: int = 16, max_retries: int = MAX_RETRIES,
                  cache_dir: Path | None = None, fresh: bool = False, model_tag: str | None = None,
                  send_audio: bool = True, backoff_base: float = 0.25, backoff_cap: float = 10.0,
-                 retry_budget: int | None = None):
+                 give_up_after: float = GIVE_UP_AFTER):
         if not endpoints:
             raise ValueError("at least one endpoint URL is needed")
         self.urls = [check_endpoint_url(u) for u in endpoints]
@@ -151,7 +240,10 @@ class EndpointScorer(Scorer):
         self.model_tag = model_tag or self.urls[0]
         self.timeout, self.workers, self.max_retries = timeout, max(1, workers), max(0, max_retries)
         self.cache_dir, self.fresh, self.send_audio = cache_dir, fresh, send_audio
-        self.backoff_base, self.backoff_cap, self.retry_budget = backoff_base, backoff_cap, retry_budget
+        self.backoff_base, self.backoff_cap, self.give_up_after = backoff_base, backoff_cap, give_up_after
+        # progress: when a request last succeeded, and whether the run has given up on the endpoint
+        self._last_success = time.monotonic()
+        self._gave_up = False
         # counters of the work done, updated by the worker threads under the lock
         self.stats = {"requests": 0, "retries": 0, "cache_hits": 0, "seconds": 0.0, "rows": 0}
         self._stats_lock = threading.Lock()
@@ -173,25 +265,33 @@ class EndpointScorer(Scorer):
 
     # -- one request ------------------------------------------------------------------------
 
-    def _post(self, session, templates, pool: ReplicaPool, task: Task, budget: list[int], budget_lock) -> tuple[float | None, str | None]:
+    def _post(self, session, templates, pool: ReplicaPool, task: Task, deadlines: Deadlines) -> tuple[float | None, str | None]:
         import requests
 
         last = "no attempt made"
         for attempt in range(self.max_retries + 1):
+            if self._gave_up:
+                return None, f"gave up: no successful answer for {self.give_up_after:g} s ({last})"
             i = pool.acquire()
             wait = None
+            deadlines.start(self.timeout)
             try:
                 request = templates[i].copy()
                 request.body = task.body
                 request.headers["Content-Length"] = str(len(task.body))
                 resp = session.send(request, timeout=self.timeout, proxies=self.proxies[i])
+                cut = deadlines.finish()
                 self._count("requests")
-                if resp.status_code == 429 or resp.status_code >= 500:
+                if cut:
+                    pool.release(i, ok=False)
+                    last = f"timeout: no full answer within {self.timeout:g} s"
+                elif resp.status_code == 429 or resp.status_code >= 500:
                     last = f"HTTP {resp.status_code}"
                     wait = retry_after_seconds(resp.headers.get("Retry-After"))
                     pool.release(i, ok=False)
                 elif resp.status_code >= 400:
                     pool.release(i, ok=True)  # the replica is healthy; the request is wrong
+                    self._succeeded()
                     return None, f"HTTP {resp.status_code}: {_error_text(resp)}"
                 else:
                     try:
@@ -201,25 +301,28 @@ class EndpointScorer(Scorer):
                         last = f"bad response: {e if isinstance(e, BadResponse) else 'body is not JSON'}"
                     else:
                         pool.release(i, ok=True)
+                        self._succeeded()
                         return value, None
-            except requests.Timeout:
-                pool.release(i, ok=False)
-                last = f"timeout after {self.timeout:g} s"
             except requests.RequestException as e:
+                cut = deadlines.finish()
                 pool.release(i, ok=False)
-                last = f"connection error: {type(e).__name__}"
+                if cut or isinstance(e, requests.Timeout):
+                    last = f"timeout: no full answer within {self.timeout:g} s"
+                else:
+                    last = f"connection error: {type(e).__name__}"
             if attempt == self.max_retries:
                 break
-            with budget_lock:
-                if budget[0] <= 0:
-                    last += " (run-wide retry budget exhausted)"
-                    break
-                budget[0] -= 1
+            if time.monotonic() - self._last_success > self.give_up_after:
+                self._gave_up = True
+                return None, f"gave up: no successful answer for {self.give_up_after:g} s ({last})"
             self._count("retries")
             backoff = random.uniform(0, min(self.backoff_cap, self.backoff_base * 2**attempt))
             time.sleep(min(max(backoff, wait or 0.0), 60.0))
         attempts = attempt + 1
         return None, f"{last} after {attempts} attempt{'s' if attempts > 1 else ''}"
+
+    def _succeeded(self) -> None:
+        self._last_success = time.monotonic()  # a float store: atomic under the GIL
 
     # -- the run ----------------------------------------------------------------------------
 
@@ -232,8 +335,9 @@ class EndpointScorer(Scorer):
         cache = ResponseCache(self.cache_dir or Path(".cache/emolia-bench"), self.model_tag, fresh=self.fresh)
         self.cache_path = cache.path
         pool = ReplicaPool(self.urls)
-        budget = [self.retry_budget if self.retry_budget is not None else max(100, n // 5)]
-        budget_lock, progress_lock = threading.Lock(), threading.Lock()
+        progress_lock = threading.Lock()
+        deadlines = Deadlines()
+        self._last_success, self._gave_up = time.monotonic(), False
         tasks: queue.Queue = queue.Queue(maxsize=self.workers * 2)
         n_errors = [0]
 
@@ -256,13 +360,13 @@ class EndpointScorer(Scorer):
         def worker() -> None:
             with requests.Session() as session:
                 session.trust_env = False
-                adapter = requests.adapters.HTTPAdapter(pool_connections=len(self.urls), pool_maxsize=len(self.urls), max_retries=0)
+                adapter = watched_adapter(deadlines, len(self.urls))
                 session.mount("http://", adapter)
                 session.mount("https://", adapter)
                 templates = [session.prepare_request(requests.Request("POST", u, headers=JSON_HEADERS, data=b""))
                              for u in self.urls]
                 while (task := tasks.get()) is not None:
-                    value, error = self._post(session, templates, pool, task, budget, budget_lock)
+                    value, error = self._post(session, templates, pool, task, deadlines)
                     if error is None:
                         cache.put(task.key, value)
                     done(task.row, value, error)
@@ -305,6 +409,7 @@ class EndpointScorer(Scorer):
             for t in threads:
                 t.join()
             cache.close()
+            deadlines.close()
             self._count("seconds", time.perf_counter() - started)
             self._count("rows", n)
         self.replica_requests = dict(zip(self.urls, pool.sent, strict=True))
