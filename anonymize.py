@@ -32,6 +32,13 @@ def main() -> int:
     from emolia_bench.outputs import csv_bytes, write_outputs
     from emolia_bench.subsets import subsets_to_run
 
+    raw, out = args.raw_root.resolve(), args.out_root.resolve()
+    if out == raw or raw in out.parents:
+        from emolia_bench.errors import InputError
+
+        raise InputError("--out-root", f"{args.out_root} is {'the raw root' if out == raw else 'inside the raw root'} "
+                                       f"{args.raw_root}; the anonymized copies would overwrite or sit among the raw "
+                                       "exports (and their name map): choose a folder outside it")
     # Compute every subset first: a failure in any of them leaves all outputs and maps untouched.
     results = [anonymize_subset(args.raw_root / s.name, s) for s in subsets_to_run(args.subsets, args.raw_root, "annotations.csv")]
 

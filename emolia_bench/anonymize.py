@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,27 +57,46 @@ def extend_map(existing: dict[str, str], names: set[str]) -> dict[str, str]:
     return mapping
 
 
+# Columns that cannot carry a name: closed vocabularies, numbers, timestamps, system ids, and
+# the username itself (already replaced). A raw username that happens to equal one of their
+# values (a rater called "no", the rating) identifies no one there and must not block the run.
+# Every other column — file names, free-text flag reasons, users' free-text fields, any extra
+# column — is searched.
+NAMELESS_COLUMNS = frozenset({
+    "username", "rating", "created_at", "reaction_time_ms", "sample_time_ms", "annotation_id", "flag_id",
+    "is_active", "is_admin", "onboarded", "annotation_count", "age", "consent",
+    "source_emotion", "queried_emotion", "task_type", "dimension", "level", "polarity",
+})
+
+
+def _folded(text: str) -> str:
+    """Text as names are compared: Unicode-normalised (NFKC: full-width and compatibility
+    letters become plain ones) and case-folded."""
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
 def find_leak(frames: dict[str, pd.DataFrame], raw_names: list[str]) -> tuple[str, int, str, str] | None:
     """First (file, row, column, name) where a raw name occurs in an output cell.
 
-    A name counts when it stands as a whole token (not inside a longer word, case-insensitive),
-    so the free-text ``reason`` "ask Maria" is caught while "Marianne" does not trip "Maria".
-    Names that already look like anonymous ids (``user_3``) identify no one and are skipped.
+    A name counts wherever it stands between non-letters — ``Alice_rec.mp3``, ``Alice2``,
+    ``bob_k``, "ask Maria" are caught, "Marianne" does not trip "Maria" — compared after NFKC
+    normalisation, ignoring case. Columns in :data:`NAMELESS_COLUMNS` are not searched. Names that
+    already look like anonymous ids (``user_3``) identify no one and are skipped.
     """
-    names = sorted({n for n in raw_names if n and not ANON_RE.fullmatch(n)}, key=len, reverse=True)
+    names = sorted({_folded(n) for n in raw_names if n and not ANON_RE.fullmatch(n)}, key=len, reverse=True)
     if not names:
         return None
-    pattern = re.compile(
-        r"(?<![0-9A-Za-z_])(?:" + "|".join(re.escape(n) for n in names) + r")(?![0-9A-Za-z_])",
-        re.IGNORECASE,
-    )
+    letter = r"[^\W\d_]"  # a letter of any script: a word character that is not a digit or _
+    pattern = re.compile(rf"(?<!{letter})(?:" + "|".join(re.escape(n) for n in names) + rf")(?!{letter})")
     for fname, df in frames.items():
         for col in df.columns:
-            hits = df[col].astype(str).str.contains(pattern, regex=True)
+            if col in NAMELESS_COLUMNS:
+                continue
+            folded = df[col].astype(str).map(_folded)
+            hits = folded.str.contains(pattern, regex=True)
             if hits.any():
                 i = int(hits.to_numpy().nonzero()[0][0])
-                name = pattern.search(str(df[col].iloc[i])).group(0)
-                return fname, i + 1, col, name
+                return fname, i + 1, col, pattern.search(folded.iloc[i]).group(0)
     return None
 
 

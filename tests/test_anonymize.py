@@ -2,6 +2,8 @@
 
 import csv
 
+import pytest
+
 from .conftest import DIM_HEADER, run_script, snapshot
 
 USERS = "username,is_active,is_admin,onboarded,annotation_count,created_at,age,gender,languages,listening_setup,degree,expertise,consent\n"
@@ -91,3 +93,39 @@ def test_bad_map_file_is_refused(tmp_path):
     (raw / "_anon_map.csv").write_text("raw_username,anon_username\nbea,user_0\ncarl,user_0\n")
     r = anonymize(tmp_path / "raw", tmp_path / "out")
     assert r.returncode == 2 and "_anon_map.csv" in r.stderr and "anon_username" in r.stderr
+
+
+@pytest.mark.parametrize("reason", ["per Alice2 and others", "see bob_k", "ＡＬＩＣＥ said so", "alice-notes"])
+def test_a_name_between_non_letters_is_a_leak_whatever_its_case_or_width(tmp_path, reason):
+    # digits, underscores and hyphens are not letters: "Alice2", "bob_k" carry the names; the
+    # full-width ＡＬＩＣＥ is "alice" after NFKC normalisation
+    make_raw(tmp_path / "raw", ["Alice", "bob"], [f"f1,bob,TEMP,5,positive,sample_00.mp3,{reason},2026-04-01 10:00:00\n"])
+    r = anonymize(tmp_path / "raw", tmp_path / "out")
+    assert r.returncode == 2 and "'reason'" in r.stderr and not (tmp_path / "out").exists()
+
+
+def test_a_name_in_a_file_name_is_a_leak(tmp_path):
+    raw = make_raw(tmp_path / "raw", ["Alice", "bob"])
+    text = (raw / "annotations.csv").read_text().replace("sample_00.mp3", "Alice_recording.mp3")
+    (raw / "annotations.csv").write_text(text)
+    r = anonymize(tmp_path / "raw", tmp_path / "out")
+    assert r.returncode == 2 and "'file_name'" in r.stderr and "annotations.csv" in r.stderr
+
+
+def test_a_username_equal_to_a_rating_does_not_block_the_run(tmp_path):
+    # the dim ratings are "yes"/"no": a rater called "no" is not a leak in the rating column
+    make_raw(tmp_path / "raw", ["no", "bea"])
+    r = anonymize(tmp_path / "raw", tmp_path / "out")
+    assert r.returncode == 0, r.stderr
+    out = (tmp_path / "out/emolia-dim/annotations.csv").read_text()
+    assert ",no," not in out.split("\n", 1)[1].replace(",yes,", ",")  # no username "no" left; ratings untouched
+    assert "user_1" in out  # sorted: bea -> user_0, no -> user_1
+
+
+@pytest.mark.parametrize("out", ["raw", "raw/inside"])
+def test_an_output_root_that_is_or_sits_in_the_raw_root_is_refused(tmp_path, out):
+    make_raw(tmp_path / "raw", ["bea", "carl"])
+    before = snapshot(tmp_path)
+    r = anonymize(tmp_path / "raw", tmp_path / out)
+    assert r.returncode == 2 and "--out-root" in r.stderr and "raw root" in r.stderr
+    assert snapshot(tmp_path) == before
