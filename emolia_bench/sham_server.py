@@ -11,7 +11,10 @@ or echoed: with a dataset root the server only checks that the clip exists insid
 from __future__ import annotations
 
 import json
+import socket
+import threading
 import time
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path, PurePosixPath
 
@@ -22,7 +25,7 @@ from .scorers.sham import sham_similarity
 class ShamHandler(BaseHTTPRequestHandler):
     server_version = "emolia-sham/1"
     protocol_version = "HTTP/1.1"  # keep-alive, so clients reuse connections
-    timeout = 10  # seconds a client may stall mid-request before the socket is dropped
+    timeout = 10  # seconds for a whole request to arrive (and for any one read) before it is dropped
     # headers and body go out in two writes; without TCP_NODELAY, Nagle + delayed ACK stall
     # every keep-alive response by ~40 ms
     disable_nagle_algorithm = True
@@ -36,11 +39,64 @@ class ShamHandler(BaseHTTPRequestHandler):
         if self.config["verbose"]:
             super().log_message(fmt, *args)
 
-    def _send(self, status: int, body: dict, close: bool = False) -> None:
+    def refused(self, status: int, reason: str) -> None:
+        """One line on stderr per refused request (never a traceback)."""
+        import sys
+
+        method = getattr(self, "command", None) or "-"
+        path = (getattr(self, "path", None) or "-")[:120]
+        print(f"refused {status} {method} {path} from {self.client_address[0]}: {reason}", file=sys.stderr)
+
+    # every request must arrive whole — request line, headers and body — within this many
+    # seconds; a per-read timeout alone lets a client drip a byte every few seconds forever
+    def handle_one_request(self):
+        self.raw_requestline = b""
+        self.server.watchdog.expect(self.connection, self.timeout)
+        try:
+            super().handle_one_request()
+        except (ConnectionError, TimeoutError, OSError):
+            self.close_connection = True  # the client went away or was cut off: nothing to answer
+        finally:
+            if self.server.watchdog.received(self.connection):
+                self.close_connection = True
+                if self.raw_requestline:  # an idle keep-alive connection closed is no refusal
+                    self.refused(408, f"request not received within {self.timeout:g} s")
+
+    def send_error(self, code, message=None, explain=None):
+        """http.server's own refusals (a garbled request line, headers too long or too many, an
+        unknown method) as JSON, like every other error here."""
+        self.close_connection = True
+        if getattr(self, "request_version", "HTTP/0.9") == "HTTP/0.9":
+            self.request_version = "HTTP/1.0"  # a garbled line parses as HTTP/0.9, which has no status line
+        try:
+            self._send(code, {"error": message or HTTPStatus(code).phrase}, close=True)
+        except OSError:
+            pass
+
+    def _not_allowed(self):
+        self.refused(405, "method not allowed")
+        if self.command == "HEAD":  # a HEAD answer has no body
+            self.send_response_only(405)
+            self.send_header("Allow", "GET, POST")
+            self.send_header("Content-Length", "0")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.close_connection = True
+            return
+        self._send(405, {"error": "method not allowed; POST /v1/similarity or GET /health"}, close=True,
+                   headers=(("Allow", "GET, POST"),))
+
+    do_PUT = do_DELETE = do_PATCH = do_OPTIONS = do_HEAD = do_TRACE = do_CONNECT = _not_allowed
+
+    def _send(self, status: int, body: dict, close: bool = False, headers=()) -> None:
         data = (json.dumps(body) + "\n").encode()
+        if status >= 400 and status != 405:  # 405 said its own line
+            self.refused(status, str(body.get("error", "")))
         # status line and only the headers a client needs (no Server/Date): fewer to parse
         self.log_request(status)
         self.send_response_only(status)
+        for key, value in headers:
+            self.send_header(key, value)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         if close:
@@ -72,13 +128,15 @@ class ShamHandler(BaseHTTPRequestHandler):
             return self._send(413, {"error": f"body of {length} bytes exceeds the limit of {self.config['max_body']}"},
                               close=True)
         body = self.rfile.read(length)
-        if len(body) < length:
-            self.close_connection = True
+        if self.server.watchdog.received(self.connection) or len(body) < length:
+            self.close_connection = True  # cut off by the watchdog, or the client hung up
             return
         try:
             payload = json.loads(body)
         except (ValueError, UnicodeDecodeError):
             return self._send(400, {"error": "body is not valid JSON"})
+        except RecursionError:
+            return self._send(400, {"error": "body is nested too deeply"})
         if not isinstance(payload, dict):
             return self._send(400, {"error": "body must be a JSON object"})
         text = payload.get("text")
@@ -95,23 +153,73 @@ class ShamHandler(BaseHTTPRequestHandler):
         if root is not None and payload.get("audio_path") is not None:
             try:
                 clip = resolve_inside(root, payload["audio_path"])
+                found = clip.is_file()
             except PathRefused as e:
                 return self._send(400, {"error": str(e)})
-            if not clip.is_file():
+            except OSError as e:  # a name too long for the file system, …
+                return self._send(400, {"error": f"audio_path is not a usable path ({e.strerror or type(e).__name__})"})
+            if not found:
                 return self._send(404, {"error": "no clip at audio_path under the dataset root"})
         if self.config["latency"] > 0:
             time.sleep(self.config["latency"])
         self._send(200, {"similarity": sham_similarity(stem, text)})
 
 
+class ReceiveWatchdog:
+    """Cuts connections whose request has not fully arrived in time: ``expect`` when a request
+    starts, ``received`` once its body is in (True if it was cut). One thread for the server,
+    polling, rather than a timer per request."""
+
+    def __init__(self, poll: float = 0.1):
+        self._lock = threading.Lock()
+        self._due: dict[int, tuple[float, object]] = {}
+        self._cut: set[int] = set()
+        threading.Thread(target=self._watch, args=(poll,), daemon=True, name="sham-receive-watchdog").start()
+
+    def expect(self, conn, seconds: float) -> None:
+        with self._lock:
+            self._due[id(conn)] = (time.monotonic() + seconds, conn)
+
+    def received(self, conn) -> bool:
+        with self._lock:
+            self._due.pop(id(conn), None)
+            if id(conn) in self._cut:
+                self._cut.discard(id(conn))
+                return True
+            return False
+
+    def _watch(self, poll: float) -> None:
+        while True:
+            time.sleep(poll)
+            now = time.monotonic()
+            with self._lock:
+                for key, (due, conn) in list(self._due.items()):
+                    if due < now:
+                        del self._due[key]
+                        self._cut.add(key)
+                        try:
+                            conn.shutdown(socket.SHUT_RDWR)
+                        except OSError:
+                            pass
+
+
 class ShamServer(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 256
+
+    def handle_error(self, request, client_address):
+        """One line, not a traceback; a client that simply went away is not worth one."""
+        import sys
+
+        error = sys.exc_info()[1]
+        if not isinstance(error, (ConnectionError, TimeoutError)):
+            print(f"error while serving {client_address[0]}: {type(error).__name__}: {error}", file=sys.stderr)
 
 
 def make_server(host: str = "127.0.0.1", port: int = 8765, *, max_body_mb: float = 64.0, latency_ms: float = 0.0,
                 dataset_root: Path | None = None, verbose: bool = False) -> ShamServer:
     server = ShamServer((host, port), ShamHandler)
+    server.watchdog = ReceiveWatchdog()
     server.config = {
         "max_body": int(max_body_mb * 1024 * 1024),
         "latency": latency_ms / 1000.0,

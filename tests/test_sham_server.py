@@ -143,3 +143,93 @@ def test_script_help_and_bad_root():
     assert r.returncode == 0 and "--latency-ms" in r.stdout
     r = run_script("sham_clap_server.py", "--dataset-root", REPO / "no-such-folder")
     assert r.returncode == 2 and "not a folder" in r.stderr
+
+
+def raw_exchange(srv, data: bytes, timeout: float = 5) -> bytes:
+    """Send raw bytes on a fresh connection; everything the server sends until it closes."""
+    host, port = srv.server_address[:2]
+    with socket.create_connection((host, port), timeout=timeout) as s:
+        s.sendall(data)
+        reply = b""
+        try:
+            while chunk := s.recv(65536):
+                reply += chunk
+        except TimeoutError:
+            pass
+    return reply
+
+
+def json_error(reply: bytes) -> tuple[int, dict]:
+    head, _, body = reply.partition(b"\r\n\r\n")
+    return int(head.split()[1]), json.loads(body)
+
+
+@pytest.mark.parametrize("path", ["a" * 300 + ".mp3", "/".join(["b" * 200] * 40) + "/c.mp3"])  # a name, a path too long
+def test_paths_too_long_for_the_file_system_get_a_json_400(server, path):
+    url, srv = server
+    r = post(url, {**OK, "audio_path": path})
+    assert r.status_code == 400 and "usable path" in r.json()["error"]
+    assert post(url, OK).status_code == 200
+
+
+def test_deeply_nested_json_gets_a_json_400(server):
+    url, _ = server
+    r = post(url, b"[" * 3000 + b"]" * 3000)
+    assert r.status_code == 400 and "nested" in r.json()["error"]
+
+
+@pytest.mark.parametrize("method, status", [("PUT", 405), ("DELETE", 405), ("OPTIONS", 405), ("PATCH", 405), ("BREW", 501)])
+def test_other_methods_get_a_json_error(server, method, status):
+    _, srv = server
+    got, body = json_error(raw_exchange(srv, f"{method} /v1/similarity HTTP/1.1\r\nHost: x\r\n\r\n".encode()))
+    assert got == status and "error" in body
+
+
+def test_head_gets_a_405_without_a_body(server):
+    _, srv = server
+    reply = raw_exchange(srv, b"HEAD /health HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert reply.startswith(b"HTTP/1.1 405") and reply.endswith(b"\r\n\r\n") and b"Allow: GET, POST" in reply
+
+
+def test_garbage_and_oversized_headers_get_json_errors(server):
+    _, srv = server
+    got, body = json_error(raw_exchange(srv, b"\x16\x03\x01 garbage\r\n\r\n"))
+    assert got == 400 and "error" in body
+    got, body = json_error(raw_exchange(srv, b"POST /v1/similarity HTTP/1.1\r\nX-Big: " + b"a" * 70000 + b"\r\n\r\n"))
+    assert got == 431 and "error" in body
+
+
+def test_a_dribbling_client_is_cut_off_in_time_and_logged_in_one_line(server, capfd):
+    url, srv = server  # the fixture sets the whole-request limit to 1 s
+    host, port = srv.server_address[:2]
+    start = time.time()
+    with socket.create_connection((host, port), timeout=10) as s:
+        closed = False
+        for b in b"POST /v1/similarity HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"z" * 40:
+            try:
+                s.sendall(bytes([b]))  # a byte every 0.2 s: each read is quick, the request never ends
+                time.sleep(0.2)
+                s.setblocking(False)
+                closed = s.recv(1) == b""
+                s.setblocking(True)
+            except BlockingIOError:
+                s.setblocking(True)
+            except OSError:
+                closed = True
+            if closed:
+                break
+    assert closed and time.time() - start < 3
+    assert post(url, OK).status_code == 200
+    err = capfd.readouterr().err
+    assert "refused 408" in err and "Traceback" not in err
+
+
+def test_clients_that_hang_up_leave_no_tracebacks(server, capfd):
+    url, srv = server
+    host, port = srv.server_address[:2]
+    for _ in range(20):
+        with socket.create_connection((host, port), timeout=5) as s:
+            s.sendall(b"POST /v1/similarity HTTP/1.1\r\nHost: x\r\nContent-Length: 50\r\n\r\n{\"text\"")
+    time.sleep(0.3)
+    assert post(url, OK).status_code == 200
+    assert "Traceback" not in capfd.readouterr().err
