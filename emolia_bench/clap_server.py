@@ -15,13 +15,14 @@ import base64
 import binascii
 import json
 import queue
+import sys
 import threading
 from concurrent.futures import Future
 from pathlib import Path
 
 import numpy as np
 
-from .paths import PathRefused, resolve_inside
+from .paths import ClipRefused, clip_problem, read_clip
 
 
 class Batcher:
@@ -74,7 +75,16 @@ def build_app(embedder, dataset_root: Path | None = None, max_batch: int = 8, ma
     limit = int(max_body_mb * 1024 * 1024)
 
     def error(status: int, message: str) -> JSONResponse:
+        print(f"refused {status}: {message}", file=sys.stderr)  # one line per refused request
         return JSONResponse({"error": message}, status_code=status)
+
+    from starlette.exceptions import HTTPException
+
+    @app.exception_handler(HTTPException)
+    async def http_error(request, exc):  # unknown paths, methods not allowed: JSON like every error here
+        response = error(exc.status_code, str(exc.detail))
+        response.headers.update(getattr(exc, "headers", None) or {})
+        return response
 
     @app.get("/health")
     async def health():
@@ -92,6 +102,8 @@ def build_app(embedder, dataset_root: Path | None = None, max_batch: int = 8, ma
             payload = json.loads(body)
         except (ValueError, UnicodeDecodeError):
             return error(400, "body is not valid JSON")
+        except RecursionError:
+            return error(400, "body is nested too deeply")
         if not isinstance(payload, dict):
             return error(400, "body must be a JSON object")
         text = payload.get("text")
@@ -106,13 +118,14 @@ def build_app(embedder, dataset_root: Path | None = None, max_batch: int = 8, ma
             except (binascii.Error, ValueError):
                 return error(400, "'audio_base64' is not valid base64")
         elif root is not None and payload.get("audio_path"):
+            problem = clip_problem(root, payload["audio_path"])  # inside the root, a regular file
+            if problem is not None:
+                missing = problem.startswith("audio_unreadable") and "No such file" in problem
+                return error(404 if missing else 400, "no clip at audio_path under the dataset root" if missing else problem)
             try:
-                clip = resolve_inside(root, payload["audio_path"])
-            except PathRefused as e:
+                data = await run_in_threadpool(read_clip, root, payload["audio_path"])
+            except ClipRefused as e:
                 return error(400, str(e))
-            if not clip.is_file():
-                return error(404, "no clip at audio_path under the dataset root")
-            data = await run_in_threadpool(clip.read_bytes)
         else:
             return error(400, "need 'audio_base64' (or 'audio_path' when the server has a dataset root)")
         try:

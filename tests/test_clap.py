@@ -163,6 +163,13 @@ def test_demo_scored_in_process_and_through_clap_server_gives_identical_scores(t
         assert requests.post(base + "/v1/nothing", json={"text": "x"}, timeout=10).status_code == 404
         assert requests.post(url, data=b"{not json", timeout=10).status_code == 400
         assert requests.post(url, json={"text": 3, "audio_path": "x.mp3"}, timeout=10).status_code == 400
+        # malformed requests get a JSON error with the right status, and the server stays up
+        assert requests.post(url, data=b"[" * 3000 + b"]" * 3000, timeout=10).json()["error"] == "body is nested too deeply"
+        long_path = requests.post(url, json={"text": "x", "audio_path": "/".join(["b" * 200] * 40) + "/c.mp3"}, timeout=10)
+        assert long_path.status_code == 400 and "error" in long_path.json()
+        put = requests.put(url, json={"text": "x"}, timeout=10)
+        assert put.status_code == 405 and "error" in put.json()
+        assert "error" in requests.post(base + "/v1/nothing", json={"text": "x"}, timeout=10).json()
         for escape in ("../pyproject.toml", "/etc/passwd", "emolia-emo/../../pyproject.toml"):
             bad = requests.post(url, json={"text": "x", "audio_path": escape}, timeout=10)
             assert bad.status_code == 400 and "tool.pytest" not in bad.text, escape
