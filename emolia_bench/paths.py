@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import os
 import stat
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 
 class PathRefused(ValueError):
@@ -20,19 +20,26 @@ class PathRefused(ValueError):
 
 def resolve_inside(root: Path, rel: str) -> Path:
     """``root/rel`` if it stays inside ``root`` after resolving ``..`` and symlinks."""
+    return Path(_resolve_inside(os.fspath(root), rel))
+
+
+def _resolve_inside(root: str, rel: str) -> str:
+    # plain string work: every clip of a run passes here (pathlib's parsing cost 3x as much)
     if not rel or "\x00" in rel or "\\" in rel:
         raise PathRefused("audio_path is empty or contains a forbidden character")
-    pure = PurePosixPath(rel)
-    if pure.is_absolute() or ".." in pure.parts or not pure.parts:
+    parts = [p for p in rel.split("/") if p not in ("", ".")]  # as PurePosixPath splits it
+    if rel.startswith("/") or ".." in parts or not parts:
         raise PathRefused("audio_path must be relative to the dataset root, without '..'")
-    real_root = _real_folder(os.fspath(root))
-    *folders, name = pure.parts
+    real_root = _real_folder(root)
+    *folders, name = parts
     real = os.path.join(_real_folder(os.path.join(real_root, *folders)), name)
     if os.path.islink(real):  # the clip itself is always resolved afresh
         real = os.path.realpath(real)
-    if os.path.commonpath([real_root, real]) != real_root:
+    # both sides are normalised real paths, so "inside" is a prefix test on whole components
+    # (os.path.commonpath says the same at ~10x the cost)
+    if not (real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)):
         raise PathRefused("audio_path escapes the dataset root")
-    return Path(real)
+    return real
 
 
 @functools.lru_cache(maxsize=65536)
@@ -48,7 +55,7 @@ def clip_problem(root: Path, rel: str) -> str | None:
     """Why the clip ``rel`` may not be read (``audio_refused: …``, ``audio_unreadable: …``), or
     None when it is a regular file inside ``root``."""
     try:
-        real = resolve_inside(root, rel)
+        real = _resolve_inside(os.fspath(root), rel)
         mode = os.stat(real).st_mode
     except PathRefused as e:
         return f"audio_refused: {e}"
