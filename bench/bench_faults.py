@@ -15,13 +15,10 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -29,56 +26,22 @@ sys.path.insert(0, str(REPO / "bench"))
 
 from synth import write_exports, write_placeholder_clips  # noqa: E402
 
-KINDS = ("500", "429", "nonjson", "drop", "stall")
+sys.path.insert(0, str(REPO))
+from tests.servers import scripted_server  # noqa: E402
+
+KINDS = ("500", "429", "nonjson", "drop", "stall")  # as tests/servers.py serves them
 
 
-class Faulty(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+def fault_at(rate: float):
+    """The server's fault for each attempt: with probability ``rate`` (a hash of the request and
+    the attempt number, so runs are repeatable) one of :data:`KINDS`, in turn."""
 
-    def log_message(self, *args):
-        pass
+    def fault(payload, attempt):
+        key = f"{payload['item_stem']}|{payload['text']}|{attempt}"
+        h = int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big") / 2**64
+        return KINDS[int(h / rate * len(KINDS)) % len(KINDS)] if h < rate else None
 
-    def _reply(self, status, body: bytes, headers=()):
-        self.send_response(status)
-        for k, v in headers:
-            self.send_header(k, v)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def do_POST(self):
-        payload = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        srv = self.server
-        with srv.lock:
-            srv.requests += 1
-            key = (payload["item_stem"], payload["text"])
-            attempt = srv.attempts.get(key, 0)
-            srv.attempts[key] = attempt + 1
-        h = int.from_bytes(hashlib.sha256(f"{key}|{attempt}".encode()).digest()[:8], "big") / 2**64
-        if h < srv.rate:
-            kind = KINDS[int(h / srv.rate * len(KINDS)) % len(KINDS)]
-            if kind == "500":
-                return self._reply(500, b'{"error": "boom"}')
-            if kind == "429":
-                return self._reply(429, b'{"error": "slow down"}', [("Retry-After", "1")])
-            if kind == "nonjson":
-                return self._reply(200, b"<html>proxy error</html>")
-            if kind == "drop":
-                self.close_connection = True
-                self.connection.close()
-                return
-            time.sleep(2.0)  # stall past the client's 1 s deadline
-            self.close_connection = True
-            return
-        self._reply(200, json.dumps({"similarity": 0.5 - h}).encode())
-
-
-def serve(rate: float):
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Faulty)
-    server.daemon_threads = True
-    server.rate, server.lock, server.requests, server.attempts = rate, threading.Lock(), 0, {}
-    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
-    return server
+    return fault
 
 
 def bench_run(tmp: Path, url: str, out: str, *extra) -> tuple[float, subprocess.CompletedProcess]:
@@ -112,10 +75,10 @@ def main() -> None:
               "(--max-retries 16, --give-up-after 120), 16 workers")
         print(f"{'fault rate':>10}  {'rows scored':>14}  {'requests/row':>12}  {'wall s':>7}  exit")
         for rate in args.rates:
-            server = serve(rate)
-            url = f"http://127.0.0.1:{server.server_address[1]}/v1/similarity"
-            wall, r = bench_run(tmp, url, f"run_{rate}", "--timeout", "1")
-            server.shutdown()
+            # the tests' scripted endpoint: stalls last 2 s, past the client's 1 s deadline
+            with scripted_server(fault_at(rate), stall=2.0) as (server, url):
+                wall, r = bench_run(tmp, url, f"run_{rate}", "--timeout", "1")
+                server.requests = len(server.payloads)
             pred = pd.read_csv(tmp / f"run_{rate}/emolia-emo/predictions.csv", keep_default_na=False)
             ok = int((pred["ok"].astype(str) == "True").sum())
             print(f"{rate:>10.0%}  {ok:>6,} of {rows:<6,}  {server.requests / rows:>12.2f}  {wall:>7.1f}  {r.returncode}")
