@@ -55,10 +55,10 @@ def test_two_endpoint_runs_on_one_cache_do_not_both_request_the_rows(tmp_path):
     from .conftest import run_script
 
     assert run_script("analysis.py", "--output-root", tmp_path / "an").returncode == 0
-    # the first run takes about 2 s (40 rows, one at a time, 50 ms each): the second starts inside it
+    # the first run takes about 1.5 s (30 rows, one at a time, 50 ms each): the second starts inside it
     with scripted_server(latency=0.05) as (server, url):
         cmd = [sys.executable, str(REPO / "benchmark.py"), "--analysis-root", str(tmp_path / "an"), "--subset",
-               "emolia-dim", "--limit", "40", "--endpoint", url, "--cache-dir", str(tmp_path / "cache"), "--workers", "1",
+               "emolia-dim", "--limit", "30", "--endpoint", url, "--cache-dir", str(tmp_path / "cache"), "--workers", "1",
                "--no-figures"]
         first = subprocess.Popen([*cmd, "--output-dir", str(tmp_path / "one")], cwd=REPO,
                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -70,4 +70,4 @@ def test_two_endpoint_runs_on_one_cache_do_not_both_request_the_rows(tmp_path):
         assert first.wait(timeout=120) == 0, first.stderr.read()
     assert second.returncode == 2 and "in use by another running process" in second.stderr
     assert "Traceback" not in second.stderr and not (tmp_path / "two").exists()
-    assert len(server.payloads) == len({(p["item_stem"], p["text"]) for p in server.payloads}) == 40
+    assert len(server.payloads) == len({(p["item_stem"], p["text"]) for p in server.payloads}) == 30
