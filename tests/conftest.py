@@ -33,18 +33,26 @@ def user_row(name: str) -> str:
 
 # scripts that draw PNG figures unless told --no-figures
 FIGURE_SCRIPTS = {"analysis.py", "benchmark.py", "compare.py"}
+# scripts whose clip-bootstrap draws a test may lower (analysis.py insists on at least 1,000)
+DRAWS_SCRIPTS = {"benchmark.py", "compare.py"}
+TEST_DRAWS = "200"
 
 
 def run_script(script: str, *args, cwd: Path | None = None, timeout: float = 120,
-               figures: bool = False) -> subprocess.CompletedProcess:
+               figures: bool = False, full_draws: bool = False) -> subprocess.CompletedProcess:
     """Run one of the top-level scripts the way a user does, capturing its output.
 
     Figures cost about a second per run (matplotlib's import and drawing) and most tests do
     not look at them, so ``--no-figures`` is added unless ``figures=True`` (the tests of the
-    figures, and the ones that check the full default output set, ask for them)."""
+    figures, and the ones that check the full default output set, ask for them). Likewise the
+    benchmark's and compare's bootstraps run 200 draws instead of 1,000 (a third of a benchmark
+    run's time) unless ``full_draws=True``: no test here checks an interval's width, and the
+    statistics behind the intervals are tested in-process against explicit resamples."""
     args = [str(a) for a in args]
     if script in FIGURE_SCRIPTS and not figures and "--no-figures" not in args and "--help" not in args:
         args.append("--no-figures")
+    if script in DRAWS_SCRIPTS and not full_draws and "--bootstrap-draws" not in args and "--help" not in args:
+        args += ["--bootstrap-draws", TEST_DRAWS]
     return subprocess.run([sys.executable, str(REPO / script), *args], cwd=cwd or REPO,
                           capture_output=True, text=True, timeout=timeout)
 

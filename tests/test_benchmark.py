@@ -40,7 +40,7 @@ def worked(worked_analysed, tmp_path):
 
 
 def test_worked_example_matches_expected(worked):
-    r = run_script("benchmark.py", cwd=worked)
+    r = run_script("benchmark.py", cwd=worked, full_draws=True)  # the defaults, as a user runs it
     assert r.returncode == 0, r.stderr
     for subset in ("emolia-emo", "emolia-dim"):
         for want in sorted((EXPECTED / subset).glob("*.csv")):
