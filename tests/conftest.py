@@ -16,24 +16,6 @@ REPO = Path(__file__).resolve().parents[1]
 # compile them from source again: on a fresh clone the suite took 114 s instead of ~53 s. The
 # scripts' behaviour does not depend on it; a user's own runs write bytecode by default anyway.
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-
-# the packages every script imports, compiled once before the workers start: on a fresh clone
-# each worker's first subprocesses would otherwise compile them at the same time
-PRECOMPILED = ("pandas", "numpy", "scipy", "statsmodels", "matplotlib", "requests", "urllib3", "tqdm", "krippendorff",
-               "emolia_bench")
-
-
-def pytest_configure(config):
-    if hasattr(config, "workerinput"):  # an xdist worker: the controller has done it
-        return
-    import compileall
-    import importlib.util
-
-    for name in PRECOMPILED:
-        spec = importlib.util.find_spec(name)
-        if spec is not None and spec.submodule_search_locations:
-            for folder in spec.submodule_search_locations:
-                compileall.compile_dir(folder, quiet=2, workers=0)
 # The worked example lives in the repository (a clone tests itself); the real exports stay
 # outside it and the tests that read them are skipped when the folder is absent.
 WORKED = REPO / "tests" / "fixtures" / "worked_example"
