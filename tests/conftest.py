@@ -16,25 +16,6 @@ REPO = Path(__file__).resolve().parents[1]
 # compile them from source again: on a fresh clone the suite took 114 s instead of ~53 s. The
 # scripts' behaviour does not depend on it; a user's own runs write bytecode by default anyway.
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-
-
-def pytest_configure(config):
-    """In the controller, before the workers start: import what the scripts import, with
-    bytecode writing on, so it is compiled once — on a fresh clone both workers' first
-    subprocesses otherwise compile the same modules side by side."""
-    if hasattr(config, "workerinput"):  # an xdist worker
-        return
-    sys.dont_write_bytecode = False
-    import matplotlib.backends.backend_agg  # noqa: F401
-    import matplotlib.figure  # noqa: F401
-    import pandas  # noqa: F401
-    import requests  # noqa: F401
-    import tqdm  # noqa: F401
-
-    from emolia_bench import agreement, analysis, evaluation, outputs  # noqa: F401
-    from emolia_bench.scorers import endpoint  # noqa: F401
-
-    agreement.inter_rater()  # statsmodels' inter-rater module, as the analysis binds it
 # The worked example lives in the repository (a clone tests itself); the real exports stay
 # outside it and the tests that read them are skipped when the folder is absent.
 WORKED = REPO / "tests" / "fixtures" / "worked_example"
