@@ -26,6 +26,7 @@ two servers); the logic lives here, as plain functions over DataFrames, one modu
 - ``compare``       runs side by side: leaderboard and clip-paired tests
 - ``reports``       the Markdown reports
 - ``figures``       the PNG figures (matplotlib, imported only when drawing)
+- ``deadlines``     one watchdog thread that shuts the sockets of late exchanges (client and server)
 - ``paths``         clip paths sent by clients, resolved inside the dataset root or refused
 - ``sham_server``   the stand-in similarity endpoint (standard library only)
 - ``clap_server``   a real CLAP model behind the same endpoint contract (FastAPI)

@@ -11,13 +11,12 @@ or echoed: with a dataset root the server only checks that the clip exists insid
 from __future__ import annotations
 
 import json
-import socket
-import threading
 import time
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path, PurePosixPath
 
+from .deadlines import SocketDeadlines
 from .paths import PathRefused, resolve_inside
 from .scorers.sham import sham_similarity
 
@@ -51,13 +50,13 @@ class ShamHandler(BaseHTTPRequestHandler):
     # seconds; a per-read timeout alone lets a client drip a byte every few seconds forever
     def handle_one_request(self):
         self.raw_requestline = b""
-        self.server.watchdog.expect(self.connection, self.timeout)
+        self.server.deadlines.arm(id(self.connection), self.timeout, sockets=[self.connection])
         try:
             super().handle_one_request()
         except (ConnectionError, TimeoutError, OSError):
             self.close_connection = True  # the client went away or was cut off: nothing to answer
         finally:
-            if self.server.watchdog.received(self.connection):
+            if self.server.deadlines.disarm(id(self.connection), forget=True):
                 self.close_connection = True
                 if self.raw_requestline:  # an idle keep-alive connection closed is no refusal
                     self.refused(408, f"request not received within {self.timeout:g} s")
@@ -128,7 +127,7 @@ class ShamHandler(BaseHTTPRequestHandler):
             return self._send(413, {"error": f"body of {length} bytes exceeds the limit of {self.config['max_body']}"},
                               close=True)
         body = self.rfile.read(length)
-        if self.server.watchdog.received(self.connection) or len(body) < length:
+        if self.server.deadlines.disarm(id(self.connection)) or len(body) < length:
             self.close_connection = True  # cut off by the watchdog, or the client hung up
             return
         try:
@@ -165,44 +164,6 @@ class ShamHandler(BaseHTTPRequestHandler):
         self._send(200, {"similarity": sham_similarity(stem, text)})
 
 
-class ReceiveWatchdog:
-    """Cuts connections whose request has not fully arrived in time: ``expect`` when a request
-    starts, ``received`` once its body is in (True if it was cut). One thread for the server,
-    polling, rather than a timer per request."""
-
-    def __init__(self, poll: float = 0.1):
-        self._lock = threading.Lock()
-        self._due: dict[int, tuple[float, object]] = {}
-        self._cut: set[int] = set()
-        threading.Thread(target=self._watch, args=(poll,), daemon=True, name="sham-receive-watchdog").start()
-
-    def expect(self, conn, seconds: float) -> None:
-        with self._lock:
-            self._due[id(conn)] = (time.monotonic() + seconds, conn)
-
-    def received(self, conn) -> bool:
-        with self._lock:
-            self._due.pop(id(conn), None)
-            if id(conn) in self._cut:
-                self._cut.discard(id(conn))
-                return True
-            return False
-
-    def _watch(self, poll: float) -> None:
-        while True:
-            time.sleep(poll)
-            now = time.monotonic()
-            with self._lock:
-                for key, (due, conn) in list(self._due.items()):
-                    if due < now:
-                        del self._due[key]
-                        self._cut.add(key)
-                        try:
-                            conn.shutdown(socket.SHUT_RDWR)
-                        except OSError:
-                            pass
-
-
 class ShamServer(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 256
@@ -219,7 +180,7 @@ class ShamServer(ThreadingHTTPServer):
 def make_server(host: str = "127.0.0.1", port: int = 8765, *, max_body_mb: float = 64.0, latency_ms: float = 0.0,
                 dataset_root: Path | None = None, verbose: bool = False) -> ShamServer:
     server = ShamServer((host, port), ShamHandler)
-    server.watchdog = ReceiveWatchdog()
+    server.deadlines = SocketDeadlines(poll=0.1, name="sham-receive-deadlines")
     server.config = {
         "max_body": int(max_body_mb * 1024 * 1024),
         "latency": latency_ms / 1000.0,

@@ -14,7 +14,7 @@ Design, in the order a request meets it:
   for as long as the endpoint keeps answering: the run gives up only when no request has
   succeeded for ``give_up_after`` seconds (a dead server), and then every row still waiting
   fails at once. A row that fails is returned with its error, never dropped.
-* ``timeout`` is a deadline for the whole request (:class:`Deadlines`), not for each read.
+* ``timeout`` is a deadline for the whole request (:class:`deadlines.SocketDeadlines`), not for each read.
 * every success is appended to the on-disk cache as it arrives.
 """
 
@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 
 from ..cache import ResponseCache, cache_key
+from ..deadlines import SocketDeadlines
 from ..io import InputError
 from ..paths import ClipRefused, read_clip
 from . import Scorer, ScoreResult
@@ -128,60 +129,10 @@ class ReplicaPool:
                 self.failures[i] = 0
 
 
-class Deadlines:
-    """``--timeout`` as a deadline for the whole request — connect, send, wait, read — whatever
-    the server's pace. A per-read socket timeout alone lets a server that drips a byte every
-    half second hold a request for minutes. Each worker thread opens its own connections (one
-    session per thread), so every socket is registered under the thread that made it; a watchdog
-    thread shuts down the sockets of any thread whose request has passed its deadline, which
-    makes the blocked read fail at once (the request is then retried like any timeout)."""
-
-    def __init__(self, poll: float = 0.05):
-        self._lock = threading.Lock()
-        self._sockets: dict[int, list] = {}  # thread id -> sockets it opened
-        self._deadline: dict[int, float] = {}  # thread id -> deadline of its request in flight
-        self.expired = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._watch, args=(poll,), daemon=True, name="endpoint-deadlines")
-        self._thread.start()
-
-    def register(self, sock) -> None:
-        with self._lock:
-            self._sockets.setdefault(threading.get_ident(), []).append(sock)
-
-    def start(self, seconds: float) -> None:
-        with self._lock:
-            self._deadline[threading.get_ident()] = time.monotonic() + seconds
-
-    def finish(self) -> bool:
-        """End the current thread's request; True when the watchdog had cut it."""
-        with self._lock:
-            return self._deadline.pop(threading.get_ident(), None) == -1.0
-
-    def _watch(self, poll: float) -> None:
-        import socket
-
-        while not self._stop.wait(poll):
-            now = time.monotonic()
-            with self._lock:
-                late = [t for t, d in self._deadline.items() if 0 <= d < now]
-                for t in late:
-                    self._deadline[t] = -1.0  # cut: the worker reports a timeout
-                    self.expired += 1
-                    for sock in self._sockets.get(t, []):
-                        try:
-                            sock.shutdown(socket.SHUT_RDWR)
-                        except OSError:
-                            pass  # already closed
-                    self._sockets[t] = []
-
-    def close(self) -> None:
-        self._stop.set()
-        self._thread.join(5)
-
-
-def watched_adapter(deadlines: Deadlines, n_replicas: int):
-    """A requests adapter whose connections register their sockets with ``deadlines``."""
+def watched_adapter(deadlines: SocketDeadlines, n_replicas: int):
+    """A requests adapter whose connections register their sockets with ``deadlines`` under the
+    thread that opens them: each worker thread has its own session, so a thread's sockets are
+    the ones its request in flight may be using, and cutting them ends that request."""
     import requests
     from urllib3.connection import HTTPConnection, HTTPSConnection
     from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
@@ -189,7 +140,7 @@ def watched_adapter(deadlines: Deadlines, n_replicas: int):
     class Watched:
         def connect(self):
             super().connect()
-            deadlines.register(self.sock)
+            deadlines.add_socket(threading.get_ident(), self.sock)
 
     class WatchedHTTP(Watched, HTTPConnection):
         pass
@@ -265,7 +216,7 @@ class EndpointScorer(Scorer):
 
     # -- one request ------------------------------------------------------------------------
 
-    def _post(self, session, templates, pool: ReplicaPool, task: Task, deadlines: Deadlines) -> tuple[float | None, str | None]:
+    def _post(self, session, templates, pool: ReplicaPool, task: Task, deadlines: SocketDeadlines) -> tuple[float | None, str | None]:
         import requests
 
         last = "no attempt made"
@@ -274,13 +225,13 @@ class EndpointScorer(Scorer):
                 return None, f"gave up: no successful answer for {self.give_up_after:g} s ({last})"
             i = pool.acquire()
             wait = None
-            deadlines.start(self.timeout)
+            deadlines.arm(threading.get_ident(), self.timeout)
             try:
                 request = templates[i].copy()
                 request.body = task.body
                 request.headers["Content-Length"] = str(len(task.body))
                 resp = session.send(request, timeout=self.timeout, proxies=self.proxies[i])
-                cut = deadlines.finish()
+                cut = deadlines.disarm(threading.get_ident())
                 self._count("requests")
                 if cut:
                     pool.release(i, ok=False)
@@ -304,7 +255,7 @@ class EndpointScorer(Scorer):
                         self._succeeded()
                         return value, None
             except requests.RequestException as e:
-                cut = deadlines.finish()
+                cut = deadlines.disarm(threading.get_ident())
                 pool.release(i, ok=False)
                 if cut or isinstance(e, requests.Timeout):
                     last = f"timeout: no full answer within {self.timeout:g} s"
@@ -336,7 +287,7 @@ class EndpointScorer(Scorer):
         self.cache_path = cache.path
         pool = ReplicaPool(self.urls)
         progress_lock = threading.Lock()
-        deadlines = Deadlines()
+        deadlines = SocketDeadlines(name="endpoint-deadlines")
         self._last_success, self._gave_up = time.monotonic(), False
         tasks: queue.Queue = queue.Queue(maxsize=self.workers * 2)
         n_errors = [0]
