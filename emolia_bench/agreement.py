@@ -511,21 +511,33 @@ def pair_kappas(pairs: pd.DataFrame, raters: list[str], ordinal: bool, n_values:
     return out
 
 
+class Panel:
+    """What every agreement figure of one panel is computed from, derived once: the co-rated
+    pairs (with ordinal votes for an ordinal subset), the complete items (exactly three raters)
+    and their pairs, and the complete items × raters matrices."""
+
+    def __init__(self, votes: pd.DataFrame, ordinal: bool):
+        self.votes, self.ordinal = votes, ordinal
+        self.pairs = co_rated_pairs(votes, ("binary", "value") if ordinal else ("binary",))
+        self.complete_items = np.unique(votes.loc[votes_per_item(votes) == 3, "item"].to_numpy())
+        self.cpairs = self.pairs[self.pairs["item"].isin(self.complete_items)]
+        self.bin3 = complete_matrix(votes, "binary")
+        self.val3 = complete_matrix(votes, "value") if ordinal else None
+
+
 def agreement_intervals(votes: pd.DataFrame, ordinal: bool, n_values: int, seed: int = BOOTSTRAP_SEED,
-                        draws: int = BOOTSTRAP_DRAWS) -> dict[str, list[float] | None]:
+                        draws: int = BOOTSTRAP_DRAWS, panel: Panel | None = None) -> dict[str, list[float] | None]:
     """The item-bootstrap interval of every agreement figure that has one, in one pass: the
     pairwise and leave-one-out accuracy (the ceiling; the same values :func:`ceiling_intervals`
     gives), the mean pairwise κ and its items-weighted mean, Fleiss' κ and Krippendorff's α
     (binary; ordinal ones too for an ordinal subset). Figures over the same items share their
     resamples (:func:`bootstrap_intervals`)."""
-    cols = ("binary", "value") if ordinal else ("binary",)
-    pairs = co_rated_pairs(votes, cols)
-    complete_items = np.unique(votes.loc[votes_per_item(votes) == 3, "item"].to_numpy())
-    cpairs = pairs[pairs["item"].isin(complete_items)]
-    matrices = {"fleiss_binary_kappa": (complete_matrix(votes, "binary"), 2)}
+    panel = panel or Panel(votes, ordinal)
+    pairs, complete_items, cpairs = panel.pairs, panel.complete_items, panel.cpairs
+    matrices = {"fleiss_binary_kappa": (panel.bin3, 2)}
     alphas = {"krippendorff_alpha_binary": ("binary", 2, "nominal")}
     if ordinal:
-        matrices["fleiss_ordinal_kappa"] = (complete_matrix(votes, "value"), n_values)
+        matrices["fleiss_ordinal_kappa"] = (panel.val3, n_values)
         alphas["krippendorff_alpha_ordinal"] = ("value", n_values, "ordinal")
     figures = [pairwise_accuracy_resampled(pairs), loo_accuracy_resampled(votes),
                kappa_resampled(cpairs, "binary", 2, "pairwise_binary_kappa_mean"),
@@ -537,19 +549,16 @@ def agreement_intervals(votes: pd.DataFrame, ordinal: bool, n_values: int, seed:
 
 
 def agreement_detail(votes: pd.DataFrame, raters: list[str], ordinal: bool, n_values: int, agreement: dict,
-                     intervals: dict, min_items: int = MIN_ITEMS) -> dict:
+                     intervals: dict, min_items: int = MIN_ITEMS, panel: Panel | None = None) -> dict:
     """``summary.json["agreement_detail"]``: each figure of ``agreement`` (and the items-weighted
     pairwise means beside upstream's unweighted ones) with its value, its 95 % interval (from
     ``intervals``, :func:`agreement_intervals`), the items and comparisons it rests on, and
     ``reliable`` = at least ``min_items`` items; the per-pair κ table. Comparisons: rater pairs
     within items (pairwise figures, κ, α), or held-out votes (LOO).
     """
-    cols = ("binary", "value") if ordinal else ("binary",)
-    pairs = co_rated_pairs(votes, cols)
-    n_votes = votes_per_item(votes)
-    complete_items = np.unique(votes.loc[n_votes == 3, "item"].to_numpy())
-    cpairs = pairs[pairs["item"].isin(complete_items)]
-    multi = votes[n_votes >= 2]
+    panel = panel or Panel(votes, ordinal)
+    pairs, complete_items, cpairs = panel.pairs, panel.complete_items, panel.cpairs
+    multi = votes[votes_per_item(votes) >= 2]
     m = np.bincount(pd.factorize(multi["item"])[0]) if len(multi) else np.empty(0, np.int64)
     comp = loo_comparisons(votes)
     ci = intervals
@@ -648,16 +657,13 @@ def agreement_by_slice(votes: pd.DataFrame, slice_of_item: pd.Series, ordinal: b
 
 
 def human_agreement(votes: pd.DataFrame, raters: list[str], ordinal: bool, n_values: int,
-                    seed: int = BOOTSTRAP_SEED, draws: int = BOOTSTRAP_DRAWS, intervals: dict | None = None) -> dict:
+                    seed: int = BOOTSTRAP_SEED, draws: int = BOOTSTRAP_DRAWS, intervals: dict | None = None,
+                    panel: Panel | None = None) -> dict:
     """``summary.json["agreement"]`` for one subset, keys in the upstream order. The ceiling's
     intervals come from ``intervals`` (:func:`agreement_intervals`, which computes them with the
     other figures' in one pass) or, without it, from :func:`ceiling_intervals`."""
-    cols = ("binary", "value") if ordinal else ("binary",)
-    pairs = co_rated_pairs(votes, cols)
-    complete_items = votes.loc[votes_per_item(votes) == 3, "item"].unique()
-    cpairs = pairs[pairs["item"].isin(complete_items)]
-    bin3 = complete_matrix(votes, "binary")
-    val3 = complete_matrix(votes, "value") if ordinal else None
+    panel = panel or Panel(votes, ordinal)
+    pairs, cpairs, bin3, val3 = panel.pairs, panel.cpairs, panel.bin3, panel.val3
     a: dict = {}
     if ordinal:
         a["exact_3way_ordinal"] = exact_agreement(val3)

@@ -84,8 +84,9 @@ def analyze_subset(subset: Subset, ann: pd.DataFrame, users: pd.DataFrame, flags
         "binary": clean["binary"].to_numpy(),
         "value": clean["value"].to_numpy(),
     })
-    intervals = ag.agreement_intervals(votes, subset.ordinal, len(subset.scale), seed, draws)
-    agreement = ag.human_agreement(votes, raters, subset.ordinal, len(subset.scale), intervals=intervals)
+    panel = ag.Panel(votes, subset.ordinal)  # pairs, complete items and matrices, derived once
+    intervals = ag.agreement_intervals(votes, subset.ordinal, len(subset.scale), seed, draws, panel)
+    agreement = ag.human_agreement(votes, raters, subset.ordinal, len(subset.scale), intervals=intervals, panel=panel)
     augmented = ag.augmented_agreement(votes, items)
 
     n = items["n_raters"]
@@ -120,7 +121,7 @@ def analyze_subset(subset: Subset, ann: pd.DataFrame, users: pd.DataFrame, flags
     s["bootstrap"] = {"seed": seed, "draws": draws, "unit": "item", "interval": "percentile 95%"}
     # [ours] every figure with its support and interval, agreement within slices, rater profiles
     s["agreement_detail"] = ag.agreement_detail(votes, raters, subset.ordinal, len(subset.scale), agreement,
-                                                intervals, min_items)
+                                                intervals, min_items, panel)
     s[f"agreement_by_{subset.type_slice}"] = ag.agreement_by_slice(
         votes, items[subset.type_slice], subset.ordinal, len(subset.scale), min_items, seed, draws)
     clip_ms = clip_durations_ms(items, subset, dataset_root) if dataset_root is not None else None
