@@ -30,13 +30,15 @@ def main() -> int:
     p.add_argument("--max-batch", type=int, default=8, help="clips per forward pass (default: 8)")
     p.add_argument("--max-wait-ms", type=float, default=5.0, help="how long a request waits for company (default: 5)")
     p.add_argument("--max-body-mb", type=float, default=64.0, help="largest request body (default: 64)")
+    p.add_argument("--receive-timeout", type=float, default=10.0,
+                   help="seconds for a request's headers and body to arrive before it is refused with 408 (default: 10)")
     p.add_argument("--dataset-root", type=Path, help="serve requests that name audio_path inside this folder")
     args = p.parse_args()
     if args.dataset_root is not None and not args.dataset_root.is_dir():
         print(f"error: --dataset-root {args.dataset_root}: not a folder", file=sys.stderr)
         return 2
 
-    from emolia_bench.clap_server import build_app
+    from emolia_bench.clap_server import build_app, make_server
     from emolia_bench.errors import InputError
     from emolia_bench.scorers.clap import load_embedder
 
@@ -45,8 +47,6 @@ def main() -> int:
     except InputError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    import uvicorn
-
     app = build_app(embedder, args.dataset_root, args.max_batch, args.max_wait_ms, args.max_body_mb)
     # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY only on sockets whose proto says TCP, and
     # without it every keep-alive response waits ~40 ms for a delayed ACK (headers and body are
@@ -60,8 +60,7 @@ def main() -> int:
         return 2
     host, port = sock.getsockname()[:2]
     print(f"CLAP server ({args.model} on {embedder.device}) on http://{host}:{port}/v1/similarity", flush=True)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
-    server.run(sockets=[sock])
+    make_server(app, args.receive_timeout).run(sockets=[sock])
     return 0
 
 

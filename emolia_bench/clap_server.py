@@ -6,6 +6,11 @@ one forward pass, so an accelerator stays busy; prompt embeddings are computed o
 distinct prompt and kept. Scores equal the in-process backend's (the same decoding, cropping
 and batch-independent embedding).
 
+Malformed HTTP (a garbled request line, oversized headers) is answered by ``BoundedH11Protocol``
+with a JSON error like every other refusal, and a request's headers and body must arrive within
+``receive_timeout`` seconds (a client dripping a byte at a time is cut off with a JSON 408) —
+uvicorn alone answers the first in plain text and bounds neither.
+
 (No ``from __future__ import annotations`` here: FastAPI must see the real ``Request`` type.)
 """
 
@@ -14,6 +19,7 @@ import asyncio
 import base64
 import binascii
 import json
+import logging
 import queue
 import sys
 import threading
@@ -69,6 +75,16 @@ def build_app(embedder, dataset_root: Path | None = None, max_batch: int = 8, ma
     from .scorers.clap import decode_audio
 
     app = FastAPI(title="emolia-bench CLAP server")
+
+    @app.middleware("http")
+    async def bounded_headers(request: Request, call_next):
+        # a head that arrives whole in one read passes h11's incomplete-event limit; same bound here
+        if sum(len(k) + len(v) for k, v in request.scope["headers"]) > MAX_HEADER_BYTES:
+            response = error(431, "request headers too large")
+            response.headers["connection"] = "close"  # what follows on this connection is suspect
+            return response
+        return await call_next(request)
+
     batcher = Batcher(embedder, max_batch, max_wait_ms)
     app.state.batcher = batcher
     root = Path(dataset_root).resolve() if dataset_root else None
@@ -79,6 +95,7 @@ def build_app(embedder, dataset_root: Path | None = None, max_batch: int = 8, ma
         return JSONResponse({"error": message}, status_code=status)
 
     from starlette.exceptions import HTTPException
+    from starlette.requests import ClientDisconnect
 
     @app.exception_handler(HTTPException)
     async def http_error(request, exc):  # unknown paths, methods not allowed: JSON like every error here
@@ -95,7 +112,10 @@ def build_app(embedder, dataset_root: Path | None = None, max_batch: int = 8, ma
         length = request.headers.get("content-length")
         if length is not None and length.isdigit() and int(length) > limit:
             return error(413, f"body exceeds the limit of {limit} bytes")
-        body = await request.body()
+        try:
+            body = await request.body()
+        except ClientDisconnect:  # gone, or cut off by the receive deadline (which logged it)
+            return JSONResponse({"error": "client disconnected"}, status_code=400)
         if len(body) > limit:
             return error(413, f"body exceeds the limit of {limit} bytes")
         try:
@@ -139,3 +159,97 @@ def build_app(embedder, dataset_root: Path | None = None, max_batch: int = 8, ma
         return {"similarity": value}
 
     return app
+
+
+MAX_HEADER_BYTES = 16 * 1024  # h11's default limit on an incomplete request head, applied to complete ones too
+
+
+def raw_json_response(status: int, reason: str, message: str) -> bytes:
+    """A complete HTTP/1.1 response with a JSON ``{"error": message}`` body that closes the
+    connection — written straight to the transport where the HTTP state machine is not in a state
+    to send one (before any request was parsed, or after a protocol error)."""
+    body = json.dumps({"error": message}).encode()
+    head = (f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\n"
+            f"content-length: {len(body)}\r\nconnection: close\r\n\r\n")
+    return head.encode("ascii") + body
+
+
+def bounded_protocol(receive_timeout: float = 10.0):
+    """uvicorn's h11 protocol with (1) JSON errors for requests that are not HTTP and (2) a
+    deadline for receiving each request's headers and body, armed when the connection opens and
+    again after each response, disarmed once the request has fully arrived. uvicorn bounds only
+    the idle time between keep-alive requests; a connection that opens and sends nothing, or
+    drips a byte every second, would otherwise be held forever."""
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class BoundedH11Protocol(H11Protocol):
+        receive_deadline: asyncio.TimerHandle | None = None
+
+        def _arm(self) -> None:
+            self._disarm()
+            self.receive_deadline = self.loop.call_later(receive_timeout, self._receive_timed_out)
+
+        def _disarm(self) -> None:
+            if self.receive_deadline is not None:
+                self.receive_deadline.cancel()
+                self.receive_deadline = None
+
+        def connection_made(self, transport) -> None:
+            super().connection_made(transport)
+            self._arm()
+
+        def connection_lost(self, exc) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+        def handle_events(self) -> None:
+            super().handle_events()
+            if self.conn.their_state in (h11.DONE, h11.MUST_CLOSE, h11.CLOSED):
+                self._disarm()  # the whole request is in; the model's time is not the client's
+
+        def on_response_complete(self) -> None:
+            if not self.transport.is_closing():
+                self._arm()  # the next request on this keep-alive connection gets its own deadline
+            super().on_response_complete()
+
+        def send_400_response(self, msg: str) -> None:
+            self._disarm()
+            # h11 refuses an incomplete request head that outgrows its buffer limit the same way as
+            # a garbled one; the buffer's size tells the two apart
+            if len(self.conn.trailing_data[0]) > MAX_HEADER_BYTES:
+                status, reason, message = 431, "Request Header Fields Too Large", "request headers too large"
+            else:
+                status, reason, message = 400, "Bad Request", "malformed HTTP request"
+            print(f"refused {status}: {message}", file=sys.stderr)
+            self.transport.write(raw_json_response(status, reason, message))
+            self.transport.close()
+
+        def _receive_timed_out(self) -> None:
+            self.receive_deadline = None
+            if self.transport.is_closing():
+                return
+            if self.cycle is None or self.cycle.response_complete or not self.cycle.response_started:
+                message = f"request not received within {receive_timeout:g} s"
+                print(f"refused 408: {message}", file=sys.stderr)
+                self.transport.write(raw_json_response(408, "Request Timeout", message))
+            self.transport.close()  # a handler waiting for the body sees a disconnect
+
+    return BoundedH11Protocol
+
+
+class _DropUvicornRequestWarning(logging.Filter):
+    """uvicorn logs its own line for a malformed request; ours (with the status) replaces it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != "Invalid HTTP request received."
+
+
+def make_server(app, receive_timeout: float = 10.0):
+    """A ``uvicorn.Server`` for ``app`` speaking ``bounded_protocol``; ``.run(sockets=[sock])``
+    serves until interrupted (or until ``.should_exit`` is set)."""
+    import uvicorn
+
+    config = uvicorn.Config(app, log_level="warning", http=bounded_protocol(receive_timeout))
+    logging.getLogger("uvicorn.error").addFilter(_DropUvicornRequestWarning())
+    return uvicorn.Server(config)
