@@ -2,6 +2,8 @@
 
     uv run benchmark.py                                   # the sham scorer (no model)
     uv run benchmark.py --endpoint http://127.0.0.1:8765/v1/similarity
+    uv run benchmark.py --model voiceclap-small --similarity logit      # LAION's model, in-process
+    uv run benchmark.py --prompt-template "A voice full of {emotion}." --prompt-template "{emotion}"
 
 For each subset, reads analysis_outputs/<subset>/benchmark_labels.csv (and summary.json for the
 human reference numbers), selects rows with the filters below (in this order: min raters,
@@ -14,7 +16,12 @@ Scorers: without --endpoint, the deterministic sham scorer (a hash of stem and p
 no audio but needs each clip to exist). With --endpoint, a remote similarity server: requests
 run concurrently, failures are retried with back-off, and every answer is cached on disk so an
 interrupted run resumes where it stopped. Give --endpoint several times to spread requests over
-replicas of one model.
+replicas of one model. With --model PRESET or --clap-model, a model in-process (presets:
+voiceclap-small, voiceclap-small-v2, voiceclap-large, voiceclap-large-v2).
+
+Prompt templates: --prompt-template, repeatable (emolia-emo: a format string with {emotion};
+emolia-dim: with {rubric}, the level's rubric text). Every template is scored on every row; the
+headline is their ensemble (mean similarity) and the report adds each template's figures.
 
 Exit codes: 0 every row scored; 1 outputs written but some rows could not be scored (see
 evaluation_errors); 2 bad input, nothing written; 130 interrupted (finished answers cached).
@@ -28,6 +35,7 @@ from emolia_bench.cli import EXIT_PARTIAL, run
 from emolia_bench.defaults import BOOTSTRAP_DRAWS as METRIC_DRAWS
 from emolia_bench.defaults import BOOTSTRAP_SEED as METRIC_SEED
 from emolia_bench.defaults import MIN_CLASS_ROWS, SUBSET_NAMES
+from emolia_bench.presets import PRESETS
 
 
 def main() -> int:
@@ -59,17 +67,32 @@ def main() -> int:
     g.add_argument("--cache-dir", type=Path, default=Path(".cache/emolia-bench"),
                    help="response cache for resuming (default: .cache/emolia-bench)")
     g.add_argument("--fresh", action="store_true", help="ignore cached responses (new answers are still cached)")
-    c = p.add_argument_group("in-process CLAP model (needs the 'clap' extra and PyTorch)")
+    g.add_argument("--prompt-template", action="append", metavar="TEMPLATE",
+                   help="a wording of the query, repeatable: emolia-emo with {emotion}, emolia-dim with {rubric} (the "
+                        "level's rubric text); each is scored and the headline is their ensemble (default: upstream's "
+                        "prompt, 'Speech audio in which the speaker expresses or conveys {emotion}.' and '{rubric}')")
+    c = p.add_argument_group("in-process model (needs the 'clap' extra and PyTorch)")
+    c.add_argument("--model", choices=list(PRESETS), metavar="PRESET",
+                   help=f"score in-process with a named model: {', '.join(f'{k} ({v.model_id}, {v.backend})' for k, v in PRESETS.items())}; "
+                        "30 s of 16 kHz audio unless overridden; implies --trust-remote-code (printed)")
     c.add_argument("--clap-model", metavar="PATH_OR_ID",
-                   help="score in-process with this transformers ClapModel checkpoint or sentence-transformers audio-text model")
-    c.add_argument("--clap-backend", default="auto", choices=["auto", "transformers", "sentence-transformers"],
-                   help="how to load --clap-model (default: auto = sentence-transformers for a folder with modules.json)")
+                   help="score in-process with this checkpoint: a transformers ClapModel, a checkpoint with its own modelling "
+                        "code (--trust-remote-code) or a sentence-transformers audio-text model; with --model, a local copy "
+                        "that stands in for the preset's hub id")
+    c.add_argument("--clap-backend", default="auto", choices=["auto", "transformers", "sentence-transformers", "remote-code"],
+                   help="how to load the model (default: auto = the preset's; sentence-transformers for a folder with "
+                        "modules.json, remote-code for one whose config.json has an auto_map, else transformers)")
+    c.add_argument("--trust-remote-code", action="store_true",
+                   help="allow a checkpoint's own modelling code to run on this machine (remote-code checkpoints need it)")
+    c.add_argument("--similarity", default="cosine", choices=["cosine", "logit"],
+                   help="cosine (default, as upstream) or logit = the model's learned scale*cos + bias (SigLIP-trained "
+                        "models: then threshold 0 is p = 0.5); through an endpoint, the server chooses")
     c.add_argument("--clap-device", default="auto", choices=["auto", "cpu", "cuda"], help="auto = cuda when available")
     c.add_argument("--clap-dtype", default="float32", choices=["float32", "float16", "bfloat16"])
     c.add_argument("--clap-audio-batch-size", type=int, default=8, help="clips per forward pass (default: 8)")
     c.add_argument("--clap-text-batch-size", type=int, default=64, help="prompts per forward pass (default: 64)")
-    c.add_argument("--clap-max-seconds", type=float, default=10.0,
-                   help="use the first N seconds of each clip (deterministic; default: 10)")
+    c.add_argument("--clap-max-seconds", type=float,
+                   help="use the first N seconds of each clip (deterministic; default: the preset's 30, else 10)")
     f = p.add_argument_group("row selection")
     f.add_argument("--limit", type=int, help="score only the first N rows after filters")
     f.add_argument("--min-raters", type=int, default=1, help="keep items with at least N raters (default: 1)")
@@ -97,20 +120,35 @@ def main() -> int:
 
     from emolia_bench.evaluation import evaluate, load_human_numbers, predictions_frame
     from emolia_bench.outputs import csv_bytes, json_bytes, write_outputs
+    from emolia_bench.presets import resolve_model
     from emolia_bench.reports import benchmark_report
     from emolia_bench.scorers import get_scorer, progress_bar
-    from emolia_bench.selection import Filters, apply_filters, build_rows, load_labels, load_votes
+    from emolia_bench.selection import (
+        Filters,
+        apply_filters,
+        build_rows,
+        load_labels,
+        load_votes,
+        template_prompts,
+    )
     from emolia_bench.subsets import subsets_to_run
+    from emolia_bench.templates import score_templates, templates_by_subset
 
     filters = Filters(min_raters=max(args.min_raters, 3 if args.require_3_raters else 1),
                       exclude_flagged=args.exclude_flagged, unanimous_only=args.unanimous_only)
-    if args.endpoint and args.clap_model:
-        p.error("choose one scorer: --endpoint or --clap-model")
-    if args.clap_model:
-        scorer = get_scorer("clap", model=args.clap_model, device=args.clap_device, dtype=args.clap_dtype,
+    in_process = args.model is not None or args.clap_model is not None
+    if args.endpoint and in_process:
+        p.error("choose one scorer: --endpoint or an in-process model (--model / --clap-model)")
+    if args.similarity != "cosine" and not in_process:
+        p.error("--similarity applies to an in-process model; an endpoint returns its own (clap_server.py --similarity)")
+    if in_process:
+        choice = resolve_model(args.model, args.clap_model, args.clap_backend, args.clap_max_seconds, args.trust_remote_code)
+        if choice.note:
+            print(choice.note, file=sys.stderr)
+        scorer = get_scorer("clap", model=choice.model, device=args.clap_device, dtype=args.clap_dtype,
                             audio_batch_size=args.clap_audio_batch_size, text_batch_size=args.clap_text_batch_size,
-                            max_seconds=args.clap_max_seconds, cache_dir=args.cache_dir, fresh=args.fresh,
-                            backend=args.clap_backend)
+                            max_seconds=choice.max_seconds, cache_dir=args.cache_dir, fresh=args.fresh,
+                            backend=choice.backend, similarity=args.similarity, trust_remote_code=choice.trust_remote_code)
     elif args.endpoint:
         scorer = get_scorer("endpoint", endpoints=args.endpoint, timeout=args.timeout, workers=args.workers,
                             max_retries=args.max_retries, give_up_after=args.give_up_after,
@@ -121,25 +159,30 @@ def main() -> int:
 
     # Load and select every subset before scoring, so bad input stops the run before any work.
     plans = []
-    for subset in subsets_to_run(args.subset, args.analysis_root, "benchmark_labels.csv"):
+    chosen = subsets_to_run(args.subset, args.analysis_root, "benchmark_labels.csv")
+    templates = templates_by_subset(args.prompt_template, chosen)  # each template to the subset whose field it names
+    for subset in chosen:
         labels = load_labels(args.analysis_root / subset.name / "benchmark_labels.csv", subset)
         votes = load_votes(args.analysis_root / subset.name / "votes.csv", subset)
         human = load_human_numbers(args.analysis_root / subset.name / "summary.json")
         kept, stats = apply_filters(labels, filters)
         if args.limit is not None:
             kept = kept.head(args.limit)
-        plans.append((subset, build_rows(kept, subset, args.dataset_root), stats, votes, human))
+        rows = build_rows(kept, subset, args.dataset_root, (templates[subset.name] or [None])[0])
+        plans.append((subset, rows, stats, votes, human))
 
     results, failed = [], 0
     for subset, rows, stats, votes, human in plans:
         with_audio = rows[rows["scorable"]]
-        with progress_bar(scorer, len(with_audio), f"{subset.name} ({scorer.mode})") as bar:
-            result = scorer.score(with_audio, args.dataset_root, bar)
-        predictions = predictions_frame(rows, result, subset, args.threshold, args.dataset_root)
+        prompts = template_prompts(with_audio, subset, args.dataset_root, templates[subset.name])
+        with progress_bar(scorer, len(with_audio) * len(prompts), f"{subset.name} ({scorer.mode})") as bar:
+            result, per_template = score_templates(scorer, with_audio, prompts, args.dataset_root, bar)
+        predictions = predictions_frame(rows, result, subset, args.threshold, args.dataset_root, per_template)
         r = evaluate(subset, rows, predictions, mode=scorer.mode, endpoint=scorer.endpoint, threshold=args.threshold,
                      filter_mode=filters.mode_name(subset), filter_stats=stats, human=human, votes=votes,
                      seed=args.seed, draws=args.bootstrap_draws, min_class_rows=args.min_class_rows,
-                     cv_folds=args.cv_folds, cv_seed=args.cv_seed)
+                     cv_folds=args.cv_folds, cv_seed=args.cv_seed, scorer_info=scorer.info(),
+                     templates=templates[subset.name])
         results.append(r)
         failed += r.summary["evaluation_errors"]
 

@@ -3,9 +3,11 @@
     uv run clap_server.py --model path/to/clap-checkpoint --port 8765
     uv run benchmark.py --endpoint http://127.0.0.1:8765/v1/similarity --model-tag my-clap
 
+    uv run clap_server.py --model voiceclap-small --similarity logit   # a LAION preset
+
 POST /v1/similarity with {"text", "audio_base64" | "audio_path", ...} answers {"similarity": s},
-the cosine of the model's audio and text embeddings — the same number benchmark.py
---clap-model computes in-process. Concurrent requests are batched into one forward pass
+the cosine of the model's audio and text embeddings (or, with --similarity logit, the model's
+own scale·cos + bias) — the same number benchmark.py computes in-process. Concurrent requests are batched into one forward pass
 (--max-batch, --max-wait-ms). One model on N GPUs = N of these servers (--device cuda:0,
 cuda:1, …) given to benchmark.py as N --endpoint options. Needs the 'clap' extra and PyTorch.
 """
@@ -15,18 +17,27 @@ import socket
 import sys
 from pathlib import Path
 
+from emolia_bench.presets import PRESETS, resolve_model
+
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", required=True, metavar="PATH_OR_ID",
-                   help="transformers ClapModel checkpoint or sentence-transformers audio-text model")
-    p.add_argument("--backend", default="auto", choices=["auto", "transformers", "sentence-transformers"],
-                   help="how to load --model (default: auto = sentence-transformers for a folder with modules.json)")
+    p.add_argument("--model", required=True, metavar="PRESET_OR_PATH_OR_ID",
+                   help=f"a preset ({', '.join(PRESETS)}), or a transformers ClapModel checkpoint, a checkpoint with its "
+                        "own modelling code, or a sentence-transformers audio-text model")
+    p.add_argument("--checkpoint", metavar="PATH", help="with a preset: a local copy of its checkpoint to load instead of the hub id")
+    p.add_argument("--backend", default="auto", choices=["auto", "transformers", "sentence-transformers", "remote-code"],
+                   help="how to load --model (default: auto = the preset's; sentence-transformers for a folder with "
+                        "modules.json, remote-code for one whose config.json has an auto_map, else transformers)")
+    p.add_argument("--trust-remote-code", action="store_true",
+                   help="allow a checkpoint's own modelling code to run (needed by remote-code checkpoints; presets imply it)")
+    p.add_argument("--similarity", default="cosine", choices=["cosine", "logit"],
+                   help="cosine (default, as upstream) or logit = the model's learned scale*cos + bias (SigLIP-style models)")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
     p.add_argument("--port", type=int, default=8765, help="port (default: 8765; 0 picks a free one)")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N (default: auto)")
     p.add_argument("--dtype", default="float32", choices=["float32", "float16", "bfloat16"])
-    p.add_argument("--max-seconds", type=float, default=10.0, help="use the first N seconds of each clip (default: 10)")
+    p.add_argument("--max-seconds", type=float, help="use the first N seconds of each clip (default: the preset's, else 10)")
     p.add_argument("--max-batch", type=int, default=8, help="clips per forward pass (default: 8)")
     p.add_argument("--max-wait-ms", type=float, default=5.0, help="how long a request waits for company (default: 5)")
     p.add_argument("--max-body-mb", type=float, default=64.0, help="largest request body (default: 64)")
@@ -42,12 +53,20 @@ def main() -> int:
     from emolia_bench.errors import InputError
     from emolia_bench.scorers.clap import load_embedder
 
+    preset = args.model if args.model in PRESETS else None
+    if args.checkpoint and preset is None:
+        p.error("--checkpoint stands in for a preset's hub id; give --model a preset, or the checkpoint as --model")
+    choice = resolve_model(preset, args.checkpoint or (None if preset else args.model), args.backend, args.max_seconds,
+                           args.trust_remote_code)
+    if choice.note:
+        print(choice.note, file=sys.stderr)
     try:
-        embedder = load_embedder(args.model, args.backend, args.device, args.dtype, args.max_seconds)
+        embedder = load_embedder(choice.model, choice.backend, args.device, args.dtype, choice.max_seconds,
+                                 choice.trust_remote_code)
+        app = build_app(embedder, args.dataset_root, args.max_batch, args.max_wait_ms, args.max_body_mb, args.similarity)
     except InputError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    app = build_app(embedder, args.dataset_root, args.max_batch, args.max_wait_ms, args.max_body_mb)
     # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY only on sockets whose proto says TCP, and
     # without it every keep-alive response waits ~40 ms for a delayed ACK (headers and body are
     # written separately).
@@ -58,8 +77,9 @@ def main() -> int:
     except OSError as e:
         print(f"error: cannot listen on {args.host}:{args.port}: {e.strerror}", file=sys.stderr)
         return 2
+    sock.listen(2048)  # listening before the URL is printed: a client may connect at once
     host, port = sock.getsockname()[:2]
-    print(f"CLAP server ({args.model} on {embedder.device}) on http://{host}:{port}/v1/similarity", flush=True)
+    print(f"CLAP server ({choice.model} on {embedder.device}, {args.similarity}) on http://{host}:{port}/v1/similarity", flush=True)
     make_server(app, args.receive_timeout).run(sockets=[sock])
     return 0
 

@@ -32,8 +32,9 @@ from .paths import ClipRefused, clip_problem, read_clip
 
 
 class Batcher:
-    def __init__(self, embedder, max_batch: int = 8, max_wait_ms: float = 5.0):
+    def __init__(self, embedder, max_batch: int = 8, max_wait_ms: float = 5.0, transform=None):
         self.embedder, self.max_batch, self.max_wait = embedder, max(1, max_batch), max_wait_ms / 1000
+        self.transform = transform or (lambda cos: cos)  # cosine -> the similarity served (cosine or logit)
         self.jobs: queue.Queue = queue.Queue()
         self.texts: dict[str, np.ndarray] = {}
         self.batches = 0
@@ -59,7 +60,7 @@ class Batcher:
                 audio = self.embedder.embed_audio([w for w, _, _ in batch])
                 self.batches += 1
                 for (_, text, fut), a in zip(batch, audio, strict=True):
-                    fut.set_result(float(np.dot(a.astype(np.float64), self.texts[text].astype(np.float64))))
+                    fut.set_result(self.transform(float(np.dot(a.astype(np.float64), self.texts[text].astype(np.float64)))))
             except Exception as e:  # noqa: BLE001 - hand the failure to every waiting request
                 for _, _, fut in batch:
                     if not fut.done():
@@ -67,13 +68,17 @@ class Batcher:
 
 
 def build_app(embedder, dataset_root: Path | None = None, max_batch: int = 8, max_wait_ms: float = 5.0,
-              max_body_mb: float = 64.0):
+              max_body_mb: float = 64.0, similarity: str = "cosine"):
+    """The FastAPI app; ``similarity`` ``logit`` serves scale·cos + bias (bad input when the
+    model has no learned scale and bias, raised here, before anything is served)."""
     from fastapi import FastAPI, Request
     from fastapi.concurrency import run_in_threadpool
     from fastapi.responses import JSONResponse
 
-    from .scorers.clap import decode_audio
+    from .scorers.clap import decode_audio, similarity_transform
 
+    served = similarity  # (the route below is also called similarity)
+    transform = None if served == "cosine" else similarity_transform(embedder, served)
     app = FastAPI(title="emolia-bench CLAP server")
 
     @app.middleware("http")
@@ -85,7 +90,7 @@ def build_app(embedder, dataset_root: Path | None = None, max_batch: int = 8, ma
             return response
         return await call_next(request)
 
-    batcher = Batcher(embedder, max_batch, max_wait_ms)
+    batcher = Batcher(embedder, max_batch, max_wait_ms, transform)
     app.state.batcher = batcher
     root = Path(dataset_root).resolve() if dataset_root else None
     limit = int(max_body_mb * 1024 * 1024)
@@ -105,7 +110,7 @@ def build_app(embedder, dataset_root: Path | None = None, max_batch: int = 8, ma
 
     @app.get("/health")
     async def health():
-        return {"status": "ok", "model": embedder.name, "batches": batcher.batches}
+        return {"status": "ok", "model": embedder.name, "similarity": served, "batches": batcher.batches}
 
     @app.post("/v1/similarity")
     async def similarity(request: Request):

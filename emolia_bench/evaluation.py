@@ -25,6 +25,7 @@ from .metrics import (
 from .ranking import auroc_with_intervals
 from .scorers import ScoreResult
 from .subsets import Subset
+from .templates import template_report
 from .thresholds import clip_folds, cv_thresholds
 from .vs_humans import graded_agreement, vs_humans
 
@@ -46,9 +47,13 @@ class BenchmarkResult:
 
 
 def predictions_frame(rows: pd.DataFrame, result: ScoreResult | None, subset: Subset, threshold: float,
-                      dataset_root: Path | str = "dataset") -> pd.DataFrame:
+                      dataset_root: Path | str = "dataset", template_sims: list[np.ndarray] | None = None) -> pd.DataFrame:
     """predictions.csv: one row per selected item; rows without audio are ``audio_missing``, rows
     whose clip may not be read carry the reason (``audio_refused: …``).
+
+    With several prompt templates (``template_sims``: each template's similarities of the scored
+    rows), ``similarity`` is their ensemble, ``prompt`` the first template's text, and each
+    template's own similarity follows in ``similarity_template_<k>``.
 
     ``audio_path`` is written as ``<dataset root>/<path below it>``: with the default root this is
     exactly what upstream writes when run from the project folder.
@@ -71,6 +76,11 @@ def predictions_frame(rows: pd.DataFrame, result: ScoreResult | None, subset: Su
     out["pred_present"] = pred
     out["ok"] = ok
     out["error"] = np.where(ok, None, error)
+    if template_sims is not None and len(template_sims) > 1:
+        for k, sims in enumerate(template_sims, start=1):
+            column = np.full(len(rows), np.nan)
+            column[has_audio] = sims
+            out[f"similarity_template_{k}"] = column
     return out.reset_index(drop=True)
 
 
@@ -99,7 +109,11 @@ def _record(key: str, value, m: dict, fields) -> dict:
 def evaluate(subset: Subset, rows: pd.DataFrame, predictions: pd.DataFrame, *, mode: str, endpoint,
              threshold: float, filter_mode: str, filter_stats: dict, human: dict, votes: pd.DataFrame | None = None,
              seed: int = BOOTSTRAP_SEED, draws: int = BOOTSTRAP_DRAWS, min_class_rows: int = MIN_CLASS_ROWS,
-             cv_folds: int = 5, cv_seed: int = BOOTSTRAP_SEED) -> BenchmarkResult:
+             cv_folds: int = 5, cv_seed: int = BOOTSTRAP_SEED, scorer_info: dict | None = None,
+             templates: list[str] | None = None) -> BenchmarkResult:
+    """Metrics, tables and summary.json of one subset's run. ``templates`` (when more than one):
+    the prompt templates whose similarities are ``similarity_template_<k>`` of ``predictions``;
+    adds metrics_by_template.csv and the ``prompt_templates`` block (:mod:`templates`)."""
     scored = predictions[predictions["ok"]].copy()
     scored["pred_present"] = scored["pred_present"].astype(np.int64)
     scored["clip"] = rows.loc[predictions["ok"].to_numpy(), "clip"].to_numpy()
@@ -158,6 +172,12 @@ def evaluate(subset: Subset, rows: pd.DataFrame, predictions: pd.DataFrame, *, m
     s["auroc_headline"] = auroc_with_intervals(truth, sims, clips, scored[subset.category_slice].to_numpy(), seed, draws)
     s["thresholds_cv"] = cv_headlines(truth, sims, clips, scored["prompt"].to_numpy(), threshold, cv_folds, cv_seed,
                                       seed, draws, min_class_rows)
+    if scorer_info is not None:  # [ours] which model, loaded how
+        s["scorer"] = scorer_info
+    if templates is not None and len(templates) > 1:  # [ours] each prompt wording, and their ensemble
+        per_template = [scored[f"similarity_template_{k}"].to_numpy() for k in range(1, len(templates) + 1)]
+        tables["metrics_by_template.csv"], s["prompt_templates"] = template_report(templates, truth, per_template, sims,
+                                                                                   threshold)
     if votes is not None:  # [ours] the model as one more rater, on the humans' own targets
         s["vs_humans"] = vs_humans(scored, votes, subset, seed, draws)
         s["graded"] = graded_agreement(scored, votes, subset, seed, draws)

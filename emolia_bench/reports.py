@@ -553,6 +553,24 @@ def graded_table(g: dict, category: str) -> str:
             + md_table([("comparison", TEXT), ("ρ", TEXT), ("95 % CI", TEXT), ("n", TEXT)], rows))
 
 
+def template_table(block: dict) -> str:
+    """The prompt-template section: each template's AUROC and balanced accuracy on the same rows,
+    the ensemble, and the spread (which figure to read, and why the best one is optimistic)."""
+    rows = [(r["template"], f"`{r['text']}`", block["n"], r["auroc"], r["balanced_accuracy"]) for r in block["per_template"]]
+    e = block["ensemble"]
+    rows.append(("**ensemble**", "mean of the similarities above", block["n"], e["auroc"], e["balanced_accuracy"]))
+    sp = block["spread"]
+    spread = [(name, sp[key]["best"], sp[key]["mean"], sp[key]["worst"])
+              for name, key in (("AUROC", "auroc"), ("balanced accuracy", "balanced_accuracy"))]
+    return ("## Prompt templates\n\nEvery row scored under each wording of the query; the headline above is the "
+            "ensemble (each row's mean similarity over the templates, which for cosine equals the cosine with the mean "
+            f"of the normalised text embeddings). Balanced accuracy at threshold {block['threshold']:g}.\n\n"
+            + md_table([("template", TEXT), ("text", TEXT), ("n", COUNT), ("AUROC", FRACTION), ("balanced accuracy", FRACTION)], rows)
+            + "\n\nSpread over the templates — read the mean (or the ensemble): the best is picked on these very rows, "
+              "so it overstates what a wording chosen in advance would give.\n\n"
+            + md_table([("figure", TEXT), ("best", FRACTION), ("mean", FRACTION), ("worst", FRACTION)], spread) + "\n")
+
+
 def benchmark_report(r, figures=None) -> str:
     s, subset = r.summary, r.subset
     sim = s["similarity"]
@@ -565,10 +583,15 @@ def benchmark_report(r, figures=None) -> str:
         parts.append(headline_table(s, subset.category_slice))
     if "graded" in s:
         parts.append(graded_table(s["graded"], subset.category_slice))
+    if "prompt_templates" in s:
+        parts.append(template_table(s["prompt_templates"]))
     endpoint = s["endpoint"] if isinstance(s["endpoint"], (str, type(None))) else ", ".join(s["endpoint"])
+    info = s.get("scorer")
+    model = (f" (model `{info['model']}`, {info['backend']} backend, {info['similarity']} similarity, first "
+             f"{info['max_seconds']:g} s of each clip)") if info else ""
     parts.append(
         "## Run\n\n"
-        f"- mode: `{s['mode']}`" + (f" (endpoint {endpoint})" if endpoint else "") + "\n"
+        f"- mode: `{s['mode']}`" + (f" (endpoint {endpoint})" if endpoint else "") + model + "\n"
         f"- filter: {s['filter_mode']} — {fs['input']:,} labelled items, {fs['dropped_below_min_raters']:,} below the "
         f"minimum raters, {fs['dropped_flagged']:,} flagged, {fs['dropped_non_unanimous']:,} not unanimous, "
         f"{fs['kept']:,} kept\n"

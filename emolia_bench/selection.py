@@ -104,8 +104,18 @@ def apply_filters(labels: pd.DataFrame, f: Filters) -> tuple[pd.DataFrame, dict]
     return kept.reset_index(drop=True), stats
 
 
-def build_rows(kept: pd.DataFrame, subset: Subset, dataset_root: Path) -> pd.DataFrame:
-    """Add ``prompt``, ``audio_path`` (relative to the dataset root; None when the clip is
+def template_prompts(rows: pd.DataFrame, subset: Subset, dataset_root: Path,
+                     templates: list[str] | None) -> list[pd.Series]:
+    """Each row's prompt under each template (one Series per template; upstream's prompt alone
+    when ``templates`` is None)."""
+    rubric = load_rubric(Path(dataset_root) / subset.rubric_file) if subset.rubric_file else None
+    if not len(rows):
+        return [pd.Series(dtype=object) for _ in templates or [None]]
+    return [subset.prompt(rows, rubric, t) for t in templates or [None]]
+
+
+def build_rows(kept: pd.DataFrame, subset: Subset, dataset_root: Path, template: str | None = None) -> pd.DataFrame:
+    """Add ``prompt`` (under ``template``; default upstream's), ``audio_path`` (relative to the dataset root; None when the clip is
     missing), ``item_stem``, ``clip`` (the unit the bootstrap resamples), ``audio_error`` (why a
     found clip may not be read: not a regular file, or a link leading out of the root) and
     ``scorable`` (a clip that may be read)."""
@@ -114,7 +124,7 @@ def build_rows(kept: pd.DataFrame, subset: Subset, dataset_root: Path) -> pd.Dat
                                        f"{subset.name}/ and its clips")
     rubric = load_rubric(Path(dataset_root) / subset.rubric_file) if subset.rubric_file else None
     rows = kept.copy()
-    rows["prompt"] = subset.prompt(rows, rubric) if len(rows) else pd.Series(dtype=object)
+    rows["prompt"] = subset.prompt(rows, rubric, template) if len(rows) else pd.Series(dtype=object)
     rows["audio_path"] = subset.audio_paths(rows, Path(dataset_root)) if len(rows) else pd.Series(dtype=object)
     rows["item_stem"] = subset.sham_stem(rows) if len(rows) else pd.Series(dtype=object)
     rows["clip"] = clip_ids(rows["audio_path"], rows["item_stem"])

@@ -108,8 +108,12 @@ class Subset:
     #: optional inputs
     has_flags: bool
     rubric_file: str | None
+    #: prompts: a format string with one field (``{emotion}``, ``{rubric}``); upstream's prompt is
+    #: ``default_template``; ``--prompt-template`` may name others
+    template_field: str
+    default_template: str
     #: rules that are code
-    prompt: Callable[[pd.DataFrame, dict | None], pd.Series] = field(repr=False)
+    template_value: Callable[[pd.DataFrame, dict | None], pd.Series] = field(repr=False)
     audio_paths: Callable[[pd.DataFrame, Path], pd.Series] = field(repr=False)
     sham_stem: Callable[[pd.DataFrame], pd.Series] = field(repr=False)
 
@@ -134,6 +138,14 @@ class Subset:
     def rating_value(self, label: str) -> int:
         return self.scale.index(label)
 
+    def prompt(self, items: pd.DataFrame, rubric: dict | None, template: str | None = None) -> pd.Series:
+        """Each item's prompt: ``template`` (default: upstream's) with the item's value of
+        ``template_field`` filled in (formatted once per distinct value)."""
+        template = self.default_template if template is None else template
+        values = self.template_value(items, rubric)
+        filled = {v: template.format(**{self.template_field: v}) for v in pd.unique(values)}
+        return values.map(filled).astype(object)
+
 
 # ---------------------------------------------------------------------------------------------
 # rules that are code
@@ -144,13 +156,14 @@ def emotion_label(queried_emotion: pd.Series) -> pd.Series:
     return queried_emotion.str.replace("___", " / ", regex=False).str.replace("_", " ").str.strip()
 
 
-def emo_prompt(items: pd.DataFrame, rubric: dict | None) -> pd.Series:
-    label = emotion_label(items["queried_emotion"])
-    return "Speech audio in which the speaker expresses or conveys " + label + "."
+def emo_template_value(items: pd.DataFrame, rubric: dict | None) -> pd.Series:
+    """``{emotion}``: the queried emotion as words (:func:`emotion_label`)."""
+    return emotion_label(items["queried_emotion"])
 
 
-def dim_prompt(items: pd.DataFrame, rubric: dict | None) -> pd.Series:
-    """The rubric paragraph of the item's dimension and level, with the SPEC §4.2 fallbacks."""
+def dim_template_value(items: pd.DataFrame, rubric: dict | None) -> pd.Series:
+    """``{rubric}``: the rubric paragraph of the item's dimension and level, with the SPEC §4.2
+    fallbacks (upstream's prompt is this text alone)."""
     rubric = rubric or {}
     # Unique (dimension, level) pairs are few; resolve each once.
     pairs = items[["dimension", "level"]].drop_duplicates()
@@ -311,7 +324,9 @@ EMO = Subset(
     category_slice="queried_emotion",
     has_flags=False,
     rubric_file=None,
-    prompt=emo_prompt,
+    template_field="emotion",
+    default_template="Speech audio in which the speaker expresses or conveys {emotion}.",
+    template_value=emo_template_value,
     audio_paths=emo_audio_paths,
     sham_stem=emo_sham_stem,
 )
@@ -383,7 +398,9 @@ DIM = Subset(
     category_slice="dimension",
     has_flags=True,
     rubric_file="emolia-dim/variables.json",
-    prompt=dim_prompt,
+    template_field="rubric",
+    default_template="{rubric}",
+    template_value=dim_template_value,
     audio_paths=dim_audio_paths,
     sham_stem=dim_sham_stem,
 )

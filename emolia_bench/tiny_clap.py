@@ -1,11 +1,14 @@
-"""A tiny, randomly initialised CLAP checkpoint, built locally (no download).
+"""Tiny, randomly initialised CLAP checkpoints, built locally (no download).
 
 The tests, the demo and ``bench/bench_clap.py`` use it to drive the real in-process and server
 code paths (tokenizer, feature extractor, HTSAT audio tower, RoBERTa text tower, projections)
 without fetching weights: this machine and CI reach no model hub. Its scores are meaningless;
 what they prove is the plumbing.
 
-    uv run python -m emolia_bench.tiny_clap OUT_DIR [--sentence-transformers ST_DIR]
+    uv run python -m emolia_bench.tiny_clap OUT_DIR [--sentence-transformers ST_DIR] [--remote-code RC_DIR]
+
+``--remote-code`` also writes a VoiceCLAP-shaped model whose modelling code ships with the
+checkpoint (``tiny_voiceclap.py`` + ``auto_map``), loaded only with ``--trust-remote-code``.
 
 Needs the ``clap`` extra and PyTorch (and sentence-transformers for ``--sentence-transformers``).
 """
@@ -26,28 +29,56 @@ CORPUS = [
 SAMPLING_RATE = 16_000
 
 
-def build_tiny_clap(out_dir: Path, seed: int = 0, st_dir: Path | None = None) -> Path:
-    """Write a ``ClapModel`` + ``ClapProcessor`` to ``out_dir`` (and, optionally, the same model
-    in sentence-transformers format to ``st_dir``). Deterministic for a given seed."""
-    import torch
+def tiny_tokenizer(out_dir: Path):
+    """A 320-token byte-level BPE tokenizer trained on ``CORPUS`` (its files under ``out_dir/_tokenizer``)."""
     from tokenizers import ByteLevelBPETokenizer
-    from transformers import (
-        ClapConfig,
-        ClapFeatureExtractor,
-        ClapModel,
-        ClapProcessor,
-        RobertaTokenizerFast,
-    )
+    from transformers import RobertaTokenizerFast
 
-    out_dir = Path(out_dir)
-    tok_dir = out_dir / "_tokenizer"
+    tok_dir = Path(out_dir) / "_tokenizer"
     tok_dir.mkdir(parents=True, exist_ok=True)
     bpe = ByteLevelBPETokenizer()
     bpe.train_from_iterator(CORPUS * 4, vocab_size=320, min_frequency=1,
                             special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"], show_progress=False)
     bpe.save_model(str(tok_dir))
-    tokenizer = RobertaTokenizerFast(vocab_file=str(tok_dir / "vocab.json"), merges_file=str(tok_dir / "merges.txt"),
-                                     model_max_length=64)
+    # from the folder: transformers 5 ignores vocab_file/merges_file given to the constructor and
+    # leaves only the 5 special tokens (every text became the same two ids)
+    tokenizer = RobertaTokenizerFast.from_pretrained(str(tok_dir), model_max_length=64)
+    assert len(tokenizer) == 320, len(tokenizer)
+    return tokenizer
+
+
+def build_tiny_voiceclap(out_dir: Path, seed: int = 0) -> Path:
+    """Write the tiny remote-code model of :mod:`tiny_voiceclap` and its tokenizer to ``out_dir``:
+    ``config.json`` carries an ``auto_map`` and the folder holds ``tiny_voiceclap.py``, so only
+    ``trust_remote_code`` loads it. Deterministic for a given seed."""
+    import torch
+
+    from .tiny_voiceclap import TinyVoiceClapConfig, TinyVoiceClapModel
+
+    out_dir = Path(out_dir)
+    tokenizer = tiny_tokenizer(out_dir)
+    TinyVoiceClapConfig.register_for_auto_class()
+    TinyVoiceClapModel.register_for_auto_class("AutoModel")
+    torch.manual_seed(seed)
+    model = TinyVoiceClapModel(TinyVoiceClapConfig(vocab_size=len(tokenizer), sampling_rate=SAMPLING_RATE)).eval()
+    model.save_pretrained(out_dir)
+    tokenizer.save_pretrained(out_dir)
+    return out_dir
+
+
+def build_tiny_clap(out_dir: Path, seed: int = 0, st_dir: Path | None = None) -> Path:
+    """Write a ``ClapModel`` + ``ClapProcessor`` to ``out_dir`` (and, optionally, the same model
+    in sentence-transformers format to ``st_dir``). Deterministic for a given seed."""
+    import torch
+    from transformers import (
+        ClapConfig,
+        ClapFeatureExtractor,
+        ClapModel,
+        ClapProcessor,
+    )
+
+    out_dir = Path(out_dir)
+    tokenizer = tiny_tokenizer(out_dir)
     # 2-second window, 16 mel bins; "rand_trunc" with clips never longer than the window means the
     # extractor only ever repeat-pads (its random crop needs a longer clip, which we never pass).
     with warnings.catch_warnings():
@@ -78,10 +109,14 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("out_dir", type=Path, help="folder for the transformers checkpoint")
     p.add_argument("--sentence-transformers", type=Path, metavar="ST_DIR", help="also save it in sentence-transformers format")
+    p.add_argument("--remote-code", type=Path, metavar="RC_DIR", help="also write the tiny remote-code (VoiceCLAP-shaped) model")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args()
     build_tiny_clap(args.out_dir, args.seed, args.sentence_transformers)
-    print(f"tiny CLAP checkpoint in {args.out_dir}" + (f" and {args.sentence_transformers}" if args.sentence_transformers else ""))
+    if args.remote_code:
+        build_tiny_voiceclap(args.remote_code, args.seed)
+    print(f"tiny CLAP checkpoint in {args.out_dir}" + (f" and {args.sentence_transformers}" if args.sentence_transformers else "")
+          + (f"; tiny remote-code model in {args.remote_code}" if args.remote_code else ""))
 
 
 if __name__ == "__main__":

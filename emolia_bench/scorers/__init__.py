@@ -4,7 +4,8 @@ Every backend subclasses :class:`Scorer` and says what benchmark.py needs to kno
 asking which backend it is: ``mode`` (written to summary.json), ``endpoint`` (the URL or URLs
 scored, or None), ``shows_progress`` (False for a backend that scores a whole subset in
 milliseconds: no bar then), ``score(rows, dataset_root, progress) -> ScoreResult`` and
-``summary_line()`` (one line about the work done, or None). Backends are imported only when
+``summary_line()`` (one line about the work done, or None) and ``info()`` (what summary.json
+records about the model, or None). Backends are imported only when
 chosen, so optional dependencies (HTTP, torch...) cost nothing until used.
 """
 
@@ -49,6 +50,11 @@ class Scorer:
 
     def summary_line(self) -> str | None:
         """One line about the work this scorer did (requests, cache hits…), printed after the run."""
+        return None
+
+    def info(self) -> dict | None:
+        """What summary.json records about the model behind the scores (None: nothing beyond mode
+        and endpoint)."""
         return None
 
 

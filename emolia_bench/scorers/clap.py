@@ -16,8 +16,18 @@ similarity = cosine(audio embedding, text embedding), both from the model's proj
 
 Backends (``backend``): ``transformers`` loads ``ClapModel`` + ``ClapProcessor``;
 ``sentence-transformers`` loads ``SentenceTransformer`` (v6+, whose ``encode`` takes text and
-``{"array", "sampling_rate"}`` audio); ``auto`` picks sentence-transformers for a folder that has a
-``modules.json`` and transformers otherwise.
+``{"array", "sampling_rate"}`` audio); ``remote-code`` loads ``AutoModel`` + ``AutoTokenizer``
+with the checkpoint's own modelling code (LAION's VoiceCLAP-small and its kind) and uses its
+``encode_text`` / ``encode_waveform`` (``get_text_features`` / ``get_audio_features`` when it has
+none), each clip zero-padded or cut to the model's fixed window on its own; ``auto`` picks
+sentence-transformers for a folder that has a ``modules.json``, remote-code for one whose
+``config.json`` has an ``auto_map``, and transformers otherwise. Code from a checkpoint runs only
+with ``trust_remote_code`` (``--trust-remote-code``); without it such a checkpoint is refused.
+
+Similarity (``similarity``): ``cosine`` (upstream's) or ``logit`` = scale·cos + bias for a model
+trained with a sigmoid (SigLIP) loss, whose learned ``logit_scale`` holds log(scale) and
+``logit_bias`` the bias (transformers' ``SiglipModel`` convention): its own decision boundary is
+then threshold 0 (p = 0.5). A model without both is refused for ``logit``.
 
 Needs the ``clap`` extra (transformers, sentence-transformers) and a PyTorch build for your
 machine; all are imported only when this scorer is chosen.
@@ -38,7 +48,8 @@ from . import Scorer, ScoreResult
 
 INSTALL_HINT = ("the in-process CLAP backend needs the 'clap' extra and PyTorch: "
                 "uv sync --extra clap, then install a torch build for your machine (pip install torch)")
-BACKENDS = ("auto", "transformers", "sentence-transformers")
+BACKENDS = ("auto", "transformers", "sentence-transformers", "remote-code")
+SIMILARITIES = ("cosine", "logit")
 
 
 def require(*modules: str):
@@ -66,7 +77,56 @@ def resolve_backend(model: str, backend: str = "auto") -> str:
         raise ValueError(f"unknown backend {backend!r}; expected one of {', '.join(BACKENDS)}")
     if backend != "auto":
         return backend
-    return "sentence-transformers" if (Path(model) / "modules.json").is_file() else "transformers"
+    folder = Path(model)
+    if (folder / "modules.json").is_file():
+        return "sentence-transformers"
+    return "remote-code" if "auto_map" in _read_config(folder) else "transformers"
+
+
+def _read_config(folder: Path) -> dict:
+    """The checkpoint's config.json as a dict ({} when there is none or it is not a JSON object)."""
+    import json
+
+    try:
+        config = json.loads((folder / "config.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return config if isinstance(config, dict) else {}
+
+
+def learned_logit(module) -> tuple[float, float] | None:
+    """(scale, bias) of a SigLIP-style head: exactly one parameter or buffer named ``logit_scale``
+    (holding log(scale)) and one named ``logit_bias`` anywhere in ``module``; None otherwise
+    (CLAP's ``logit_scale_a``/``logit_scale_t`` are temperatures without a bias, so no)."""
+    import itertools
+    import math
+
+    found: dict[str, list] = {"logit_scale": [], "logit_bias": []}
+    for name, tensor in itertools.chain(module.named_parameters(), module.named_buffers()):
+        last = name.rsplit(".", 1)[-1]
+        if last in found and tensor.numel() == 1:
+            found[last].append(float(tensor.detach().float().reshape(())))
+    if len(found["logit_scale"]) != 1 or len(found["logit_bias"]) != 1:
+        return None
+    return math.exp(found["logit_scale"][0]), found["logit_bias"][0]
+
+
+def similarity_transform(embedder, similarity: str):
+    """The function from a cosine to the reported similarity: identity for ``cosine``; for
+    ``logit``, cos -> scale·cos + bias with the model's learned (scale, bias), or bad input
+    naming the model when it has none."""
+    if similarity not in SIMILARITIES:
+        raise ValueError(f"unknown similarity {similarity!r}; expected one of {', '.join(SIMILARITIES)}")
+    if similarity == "cosine":
+        return lambda cos: cos
+    params = learned_logit(embedder.torch_module)
+    if params is None:
+        from ..errors import InputError
+
+        raise InputError("--similarity", f"logit needs a learned logit scale and bias (SigLIP-style 'logit_scale' and "
+                                         f"'logit_bias'); {embedder.name} has none: use --similarity cosine")
+    scale, bias = params
+    return lambda cos: scale * cos + bias
 
 
 def decode_audio(data: bytes, target_rate: int, max_seconds: float):
@@ -130,6 +190,7 @@ class ClapEmbedder:
         self.device, self.dtype = device_and_dtype(torch, device, dtype)
         self.processor = transformers.ClapProcessor.from_pretrained(model)
         self.model = transformers.ClapModel.from_pretrained(model).to(self.device, dtype=self.dtype).eval()
+        self.torch_module = self.model
         fe = self.processor.feature_extractor
         self.rate = int(fe.sampling_rate)
         # never longer than the extractor's own window, so its random crop can never trigger
@@ -164,11 +225,14 @@ class SentenceTransformerEmbedder:
     """The same interface over a sentence-transformers audio–text model (``encode`` of text and
     of ``{"array", "sampling_rate"}`` dicts, embeddings L2-normalised)."""
 
-    def __init__(self, model: str, device: str = "auto", dtype: str = "float32", max_seconds: float = 10.0):
+    def __init__(self, model: str, device: str = "auto", dtype: str = "float32", max_seconds: float = 10.0,
+                 trust_remote_code: bool = False):
         torch, st = require("torch", "sentence_transformers")
         self.torch = torch
         self.device, self.dtype = device_and_dtype(torch, device, dtype)
-        self.model = st.SentenceTransformer(model, device=str(self.device)).to(self.dtype).eval()
+        self.model = st.SentenceTransformer(model, device=str(self.device),
+                                            trust_remote_code=trust_remote_code).to(self.dtype).eval()
+        self.torch_module = self.model
         modalities = set(getattr(self.model, "modalities", ()) or ())
         if "audio" not in modalities:
             from ..errors import InputError
@@ -196,15 +260,94 @@ class SentenceTransformerEmbedder:
         return self._encode([{"array": w, "sampling_rate": self.rate} for w in waves])
 
 
+class RemoteCodeEmbedder:
+    """A checkpoint with its own modelling code (``AutoModel`` + ``AutoTokenizer``, trusted).
+
+    Text: tokenised with padding and its attention mask, embedded by ``encode_text(input_ids,
+    attention_mask)`` (else ``get_text_features``). Audio: each clip's first ``max_seconds``,
+    zero-padded or cut *on its own* to the model's fixed window (config ``max_audio_seconds``,
+    else ``max_seconds``), then ``encode_waveform`` on the stacked batch — so no clip's embedding
+    depends on the others in its batch (upstream pads a batch to its longest clip, unmasked).
+    Without ``encode_waveform``, the checkpoint's feature extractor and ``get_audio_features``.
+    The sample rate is the feature extractor's or the config's ``sampling_rate``, else 16 kHz.
+    Embeddings are L2-normalised here whatever the model returns."""
+
+    def __init__(self, model: str, device: str = "auto", dtype: str = "float32", max_seconds: float = 10.0,
+                 trust_remote_code: bool = False):
+        torch, transformers = require("torch", "transformers")
+        if not trust_remote_code:
+            from ..errors import InputError
+
+            raise InputError("--clap-model", f"{model} ships its own modelling code (an auto_map in its config); loading "
+                                             "it runs that code on this machine, so it needs --trust-remote-code")
+        self.torch = torch
+        self.device, self.dtype = device_and_dtype(torch, device, dtype)
+        self.model = transformers.AutoModel.from_pretrained(model, trust_remote_code=True).to(self.device, dtype=self.dtype).eval()
+        self.torch_module = self.model
+        self.tokenizer = transformers.AutoTokenizer.from_pretrained(model, trust_remote_code=True)
+        try:
+            self.feature_extractor = transformers.AutoFeatureExtractor.from_pretrained(model, trust_remote_code=True)
+        except (OSError, ValueError, KeyError, TypeError):  # most such checkpoints take raw waveforms
+            self.feature_extractor = None
+        config = self.model.config
+        rate = (getattr(self.feature_extractor, "sampling_rate", None) or getattr(config, "sampling_rate", None)
+                or getattr(getattr(config, "audio_config", None), "sampling_rate", None) or 16_000)
+        self.rate = int(rate)
+        self.window_seconds = float(getattr(config, "max_audio_seconds", None) or max_seconds)
+        self.window = int(round(self.window_seconds * self.rate))
+        self.max_seconds = min(max_seconds, self.window_seconds)
+        self.encodes = hasattr(self.model, "encode_text") and hasattr(self.model, "encode_waveform")
+        if not self.encodes and self.feature_extractor is None:
+            from ..errors import InputError
+
+            raise InputError("--clap-model", f"{model} has neither encode_text/encode_waveform nor a feature extractor "
+                                             "for get_audio_features")
+        self.name = model
+
+    def _normalised(self, out):
+        emb = out if isinstance(out, self.torch.Tensor) else out.pooler_output
+        return self.torch.nn.functional.normalize(emb.float(), dim=-1).cpu().numpy()
+
+    def embed_texts(self, texts: list[str]):
+        with self.torch.inference_mode():
+            tokens = self.tokenizer(list(texts), padding=True, truncation=True, return_tensors="pt").to(self.device)
+            if self.encodes:
+                return self._normalised(self.model.encode_text(input_ids=tokens["input_ids"],
+                                                               attention_mask=tokens["attention_mask"]))
+            return self._normalised(self.model.get_text_features(**tokens))
+
+    def embed_audio(self, waves: list):
+        import numpy as np
+
+        with self.torch.inference_mode():
+            if self.encodes:
+                fixed = np.zeros((len(waves), self.window), dtype=np.float32)
+                for i, w in enumerate(waves):  # each clip on its own: pad with zeros or cut
+                    fixed[i, :min(len(w), self.window)] = w[:self.window]
+                batch = self.torch.from_numpy(fixed).to(self.device, dtype=self.dtype)
+                return self._normalised(self.model.encode_waveform(batch))
+            inputs = self.feature_extractor(waves, sampling_rate=self.rate, return_tensors="pt")
+            inputs = {k: (v.to(self.device, dtype=self.dtype) if v.is_floating_point() else v.to(self.device))
+                      for k, v in inputs.items()}
+            return self._normalised(self.model.get_audio_features(**inputs))
+
+
+EMBEDDERS = {"transformers": ClapEmbedder, "sentence-transformers": SentenceTransformerEmbedder,
+             "remote-code": RemoteCodeEmbedder}
+
+
 def load_embedder(model: str, backend: str = "auto", device: str = "auto", dtype: str = "float32",
-                  max_seconds: float = 10.0):
-    """Load a checkpoint with the chosen backend; a checkpoint that cannot be loaded is bad input."""
+                  max_seconds: float = 10.0, trust_remote_code: bool = False):
+    """Load a checkpoint with the chosen backend; a checkpoint that cannot be loaded, or whose
+    own code is not trusted, is bad input."""
     from ..errors import InputError
 
     kind = resolve_backend(model, backend)
-    cls = SentenceTransformerEmbedder if kind == "sentence-transformers" else ClapEmbedder
+    cls = EMBEDDERS[kind]
     try:
-        return cls(model, device, dtype, max_seconds)
+        if cls is ClapEmbedder:
+            return cls(model, device, dtype, max_seconds)
+        return cls(model, device, dtype, max_seconds, trust_remote_code)
     except InputError:
         raise
     except Exception as e:  # noqa: BLE001 - whatever a loader raises (a bad path, no CUDA…) is one clean error
@@ -217,9 +360,17 @@ class ClapScorer(Scorer):
 
     def __init__(self, model: str, device: str = "auto", dtype: str = "float32", audio_batch_size: int = 8,
                  text_batch_size: int = 64, max_seconds: float = 10.0, cache_dir: Path | None = None,
-                 fresh: bool = False, backend: str = "auto"):
+                 fresh: bool = False, backend: str = "auto", similarity: str = "cosine", trust_remote_code: bool = False):
         self.model_id, self.device, self.dtype = model, device, dtype
         self.backend = resolve_backend(model, backend)
+        if self.backend == "remote-code" and not trust_remote_code:  # refused before any work
+            from ..errors import InputError
+
+            raise InputError("--clap-model", f"{model} ships its own modelling code (an auto_map in its config); "
+                                             "loading it runs that code on this machine, so it needs --trust-remote-code")
+        if similarity not in SIMILARITIES:
+            raise ValueError(f"unknown similarity {similarity!r}")
+        self.similarity, self.trust_remote_code = similarity, trust_remote_code
         self.audio_batch_size, self.text_batch_size = max(1, audio_batch_size), max(1, text_batch_size)
         self.max_seconds, self.cache_dir, self.fresh = max_seconds, cache_dir, fresh
         self.embedder = None
@@ -228,18 +379,27 @@ class ClapScorer(Scorer):
 
     def summary_line(self) -> str:
         st = self.stats
-        return (f"clap: {st['clips_embedded']} clips and {st['texts_embedded']} prompts embedded, {st['cache_hits']} "
-                f"clips from the embedding cache ({self.cache_path})")
+        return (f"clap ({self.backend}, {self.similarity}): {st['clips_embedded']} clips and {st['texts_embedded']} prompts "
+                f"embedded, {st['cache_hits']} clips from the embedding cache ({self.cache_path})")
+
+    def info(self) -> dict:
+        # the seconds actually used: a model with a shorter fixed window caps the request
+        used = self.embedder.max_seconds if self.embedder is not None else self.max_seconds
+        return {"model": self.model_id, "backend": self.backend, "similarity": self.similarity,
+                "max_seconds": float(used), "dtype": self.dtype}
 
     def _embedder(self):
         if self.embedder is None:
-            self.embedder = load_embedder(self.model_id, self.backend, self.device, self.dtype, self.max_seconds)
+            self.embedder = load_embedder(self.model_id, self.backend, self.device, self.dtype, self.max_seconds,
+                                          self.trust_remote_code)
         return self.embedder
 
     def score(self, rows, dataset_root, progress=None) -> ScoreResult:
         import numpy as np
 
         require("torch", "sentence_transformers" if self.backend == "sentence-transformers" else "transformers")
+        # the model's own scale and bias, when asked for: needs the weights even if every embedding is cached
+        transform = (lambda cos: cos) if self.similarity == "cosine" else similarity_transform(self._embedder(), "logit")
         n = len(rows)
         sims = np.full(n, np.nan)
         errors: list[str | None] = [None] * n
@@ -295,7 +455,8 @@ class ClapScorer(Scorer):
                 if key in key_error:
                     errors[row] = key_error[key]
                 else:
-                    value = float(np.dot(cache.get(key).astype(np.float64), cache.get(text_key[prompt]).astype(np.float64)))
+                    value = transform(float(np.dot(cache.get(key).astype(np.float64),
+                                                   cache.get(text_key[prompt]).astype(np.float64))))
                     if math.isfinite(value):
                         sims[row] = value
                     else:

@@ -1,0 +1,69 @@
+"""Named models: ``--model voiceclap-small`` and friends resolve to a hub id, a backend and the
+defaults their authors evaluate with (LAION's VoiceCLAP model cards and inference guide).
+
+* ``voiceclap-small`` (and ``-v2``): a transformers ``AutoModel`` with its own modelling code
+  (``encode_text``, ``encode_waveform``), mono 16 kHz in a fixed 30 s window -> the
+  ``remote-code`` backend, which needs ``trust_remote_code``.
+* ``voiceclap-large`` (and ``-v2``): a sentence-transformers model (Qwen2.5-Omni based), audio as
+  ``{"array", "sampling_rate": 16000}``, 30 s -> the ``sentence-transformers`` backend.
+
+Every preset implies ``--trust-remote-code`` (they are LAION's own repositories, named here on
+purpose); the scripts print that they do. Importable without numpy or torch (``--help`` lists them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Preset:
+    model_id: str
+    backend: str
+    max_seconds: float = 30.0
+    sampling_rate: int = 16_000
+    trust_remote_code: bool = True
+
+
+PRESETS: dict[str, Preset] = {
+    "voiceclap-small": Preset("laion/voiceclap-small", "remote-code"),
+    "voiceclap-small-v2": Preset("laion/voiceclap-small-v2", "remote-code"),
+    "voiceclap-large": Preset("laion/voiceclap-large", "sentence-transformers"),
+    "voiceclap-large-v2": Preset("laion/voiceclap-large-v2", "sentence-transformers"),
+}
+
+#: the clip length used when neither a preset nor --clap-max-seconds says otherwise
+DEFAULT_MAX_SECONDS = 10.0
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    """What to load and how: the checkpoint (a folder or hub id), the backend, the clip window in
+    seconds, whether its own code may run, and a line to print about what a preset implied."""
+
+    model: str
+    backend: str
+    max_seconds: float
+    trust_remote_code: bool
+    note: str | None = None
+
+
+def resolve_model(preset: str | None, checkpoint: str | None, backend: str = "auto",
+                  max_seconds: float | None = None, trust_remote_code: bool = False) -> ModelChoice:
+    """A preset (``--model``), optionally with a local ``checkpoint`` folder standing in for its
+    hub id, or a plain checkpoint (``--clap-model``). Options given explicitly win over the
+    preset's defaults. Raises ValueError for an unknown preset or neither argument."""
+    if preset is None:
+        if checkpoint is None:
+            raise ValueError("name a model: a preset or a checkpoint")
+        return ModelChoice(str(checkpoint), backend, max_seconds or DEFAULT_MAX_SECONDS, trust_remote_code)
+    if preset not in PRESETS:
+        raise ValueError(f"unknown model preset {preset!r}; expected one of {', '.join(PRESETS)}")
+    p = PRESETS[preset]
+    model = str(checkpoint) if checkpoint is not None else p.model_id
+    trust = trust_remote_code or p.trust_remote_code
+    note = None
+    if p.trust_remote_code and not trust_remote_code:
+        note = (f"{preset}: loading {model} with trust_remote_code (the preset implies --trust-remote-code: "
+                "code from the checkpoint runs on this machine)")
+    return ModelChoice(model, p.backend if backend == "auto" else backend, max_seconds or p.max_seconds, trust, note)
