@@ -7,7 +7,9 @@ Each stage is the real top-level script, run as a subprocess with its command pr
 anonymize (on a copy of examples/annotations_raw, so the committed map is never touched)
 -> analysis -> benchmark with the sham scorer -> benchmark through a local sham server
 (started on a free loopback port and stopped afterwards), whose scores must equal the sham
-scores on every row -> a second sham run at threshold 0.2 -> compare.py of the two sham runs.
+scores on every row -> a second sham run at threshold 0.2 -> compare.py of the two sham runs
+-> with the 'clap' extra and PyTorch, a tiny CLAP and a tiny remote-code (VoiceCLAP-shaped,
+--similarity logit) model, each scored in-process and through clap_server.py (same scores).
 Stops at the first stage that fails, with that stage's exit code.
 """
 
@@ -69,23 +71,29 @@ def check_same_scores(local: Path, remote: Path, what: str, tolerance: float = 0
 
 
 def clap_stages(work: Path) -> None:
-    """A tiny CLAP scored in-process and through clap_server.py: the two must agree."""
+    """A tiny CLAP and a tiny remote-code (VoiceCLAP-shaped) model, each scored in-process and
+    through clap_server.py: the two must agree on every row."""
     try:
         import torch  # noqa: F401
         import transformers  # noqa: F401
     except ImportError:
         print("(skipping the CLAP stages: install the 'clap' extra and PyTorch to run them)")
         return
-    model = work / "tiny_clap"
-    stage("-m", "emolia_bench.tiny_clap", model)
+    models = work / "tiny_models"
+    stage("-m", "emolia_bench.tiny_clap", models / "clap", "--remote-code", models / "remote_code")
     common = ["--analysis-root", work / "analysis_outputs", "--dataset-root", REPO / "dataset", "--no-figures"]
-    stage("benchmark.py", *common, "--output-dir", work / "benchmark_clap", "--clap-model", model,
-          "--clap-device", "cpu", "--cache-dir", work / "cache", "--fresh")
-    with server("clap_server.py", "--model", model, "--device", "cpu", "--dataset-root", REPO / "dataset") as url:
-        stage("benchmark.py", *common, "--output-dir", work / "benchmark_clap_server", "--endpoint", url,
-              "--no-audio-send", "--cache-dir", work / "cache", "--fresh", "--workers", "8")
-    check_same_scores(work / "benchmark_clap", work / "benchmark_clap_server",
-                      "tiny-CLAP scores in-process and through clap_server.py", tolerance=1e-5)
+    # (name, checkpoint, options of both the in-process run and the server)
+    runs = [("clap", models / "clap", []),
+            ("remote_code", models / "remote_code", ["--trust-remote-code", "--similarity", "logit"])]
+    for name, model, both in runs:
+        stage("benchmark.py", *common, "--output-dir", work / f"benchmark_{name}", "--clap-model", model,
+              "--clap-device", "cpu", "--cache-dir", work / "cache", "--fresh", *both)
+        with server("clap_server.py", "--model", model, "--device", "cpu", "--dataset-root", REPO / "dataset",
+                    *both) as url:
+            stage("benchmark.py", *common, "--output-dir", work / f"benchmark_{name}_server", "--endpoint", url,
+                  "--no-audio-send", "--cache-dir", work / "cache", "--fresh", "--workers", "8")
+        check_same_scores(work / f"benchmark_{name}", work / f"benchmark_{name}_server",
+                          f"tiny {name.replace('_', '-')} scores in-process and through clap_server.py", tolerance=1e-4)
 
 
 def main() -> None:

@@ -1,6 +1,7 @@
 """Throughput of the two real-model paths on CPU: in-process (`benchmark.py --clap-model`) and
 through `clap_server.py` (`benchmark.py --endpoint`), on the committed demo with a tiny
-randomly initialised CLAP (built here, no download).
+randomly initialised CLAP and a tiny remote-code (VoiceCLAP-shaped) model, both built here
+(no download).
 
     uv run bench/bench_clap.py
     uv run bench/bench_clap.py --audio-batch-size 16 --server-batch 16 --workers 16
@@ -37,14 +38,12 @@ def main() -> None:
 
     from emolia_bench.analysis import analyze_subset
     from emolia_bench.io import load_annotations, load_flags, load_users
-    from emolia_bench.scorers.clap import ClapScorer
     from emolia_bench.selection import Filters, apply_filters, build_rows
     from emolia_bench.subsets import SUBSETS
-    from emolia_bench.tiny_clap import build_tiny_clap
+    from emolia_bench.tiny_clap import build_tiny_clap, build_tiny_voiceclap
 
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        model = build_tiny_clap(tmp / "model")
         frames = []
         for subset in SUBSETS.values():
             folder = REPO / "annotations" / subset.name
@@ -54,48 +53,59 @@ def main() -> None:
             frames.append(build_rows(kept, subset, REPO / "dataset")[["audio_path", "prompt", "item_stem"]])
         rows = pd.concat(frames, ignore_index=True).dropna().reset_index(drop=True)
         n_clips = rows["audio_path"].nunique()
+        results, notes = [], []
+        for name, model, trust in (("tiny CLAP", build_tiny_clap(tmp / "clap"), False),
+                                   ("tiny remote-code", build_tiny_voiceclap(tmp / "rc"), True)):
+            results.append(in_process(name, model, trust, rows, tmp / name, args.audio_batch_size))
+            row, batches = served(name, model, trust, rows, tmp / name, args.server_batch, args.workers)
+            results.append(row)
+            notes.append(f"{name} server: {len(rows)} requests in {batches} forward passes "
+                         f"(mean batch {len(rows) / max(batches, 1):.1f})")
+    print(f"demo: {len(rows)} rows over {n_clips} distinct clips; tiny models on CPU")
+    print("\n".join(notes))
+    print(table(results, ["model", "path", "batch", "rows", "clips", "seconds", "clips/s", "rows/s"]))
 
-        # in-process: warm the model once (load time is not throughput), then a fresh cache
-        scorer = ClapScorer(str(model), device="cpu", audio_batch_size=args.audio_batch_size, cache_dir=tmp / "warm")
-        scorer.score(rows.head(2), REPO / "dataset")
-        scorer.cache_dir, scorer.stats = tmp / "cold", {"texts_embedded": 0, "clips_embedded": 0, "cache_hits": 0}
+
+def in_process(name: str, model: Path, trust: bool, rows, tmp: Path, batch: int) -> dict:
+    """Warm the model once (load time is not throughput), then score every row with a fresh cache."""
+    from emolia_bench.scorers.clap import ClapScorer
+
+    scorer = ClapScorer(str(model), device="cpu", audio_batch_size=batch, cache_dir=tmp / "warm", trust_remote_code=trust)
+    scorer.score(rows.head(2), REPO / "dataset")
+    scorer.cache_dir, scorer.stats = tmp / "cold", {"texts_embedded": 0, "clips_embedded": 0, "cache_hits": 0}
+    t = time.perf_counter()
+    scorer.score(rows, REPO / "dataset")
+    seconds = time.perf_counter() - t
+    return {"model": name, "path": "in-process", "batch": batch, "rows": len(rows), "clips": scorer.stats["clips_embedded"],
+            "seconds": f"{seconds:.2f}", "clips/s": f"{scorer.stats['clips_embedded'] / seconds:.1f}",
+            "rows/s": f"{len(rows) / seconds:.1f}"}
+
+
+def served(name: str, model: Path, trust: bool, rows, tmp: Path, server_batch: int, workers: int) -> tuple[dict, int]:
+    """Through clap_server.py: every row is one request carrying its clip."""
+    import requests
+
+    from emolia_bench.scorers.endpoint import EndpointScorer
+
+    server = subprocess.Popen([sys.executable, str(REPO / "clap_server.py"), "--model", str(model), "--port", "0",
+                               "--device", "cpu", "--max-batch", str(server_batch),
+                               *(["--trust-remote-code"] if trust else [])], stdout=subprocess.PIPE, text=True)
+    try:
+        url = server.stdout.readline().split()[-1]
+        EndpointScorer([url], workers=workers, cache_dir=tmp / "http", fresh=True).score(rows.head(workers), REPO / "dataset")
+        client = EndpointScorer([url], workers=workers, cache_dir=tmp / "http2", fresh=True)
+        health = url.rsplit("/v1/", 1)[0] + "/health"
+        before = requests.get(health, timeout=10).json()["batches"]
         t = time.perf_counter()
-        scorer.score(rows, REPO / "dataset")
-        inproc = time.perf_counter() - t
-        results = [{"path": "in-process", "batch": args.audio_batch_size, "rows": len(rows),
-                    "clips": scorer.stats["clips_embedded"], "seconds": f"{inproc:.2f}",
-                    "clips/s": f"{scorer.stats['clips_embedded'] / inproc:.1f}", "rows/s": f"{len(rows) / inproc:.1f}"}]
-
-        # through the server: every row is one request carrying its clip
-        from emolia_bench.scorers.endpoint import EndpointScorer
-
-        server = subprocess.Popen([sys.executable, str(REPO / "clap_server.py"), "--model", str(model), "--port", "0",
-                                   "--device", "cpu", "--max-batch", str(args.server_batch)],
-                                  stdout=subprocess.PIPE, text=True)
-        try:
-            url = server.stdout.readline().split()[-1]
-            client = EndpointScorer([url], workers=args.workers, cache_dir=tmp / "http", fresh=True)
-            client.score(rows.head(args.workers), REPO / "dataset")  # warm-up
-            client.stats["seconds"] = 0.0
-            client.fresh = True
-            client.cache_dir = tmp / "http2"
-            import requests
-
-            health = url.rsplit("/v1/", 1)[0] + "/health"
-            before = requests.get(health, timeout=10).json()["batches"]
-            t = time.perf_counter()
-            client.score(rows, REPO / "dataset")
-            served = time.perf_counter() - t
-            batches = requests.get(health, timeout=10).json()["batches"] - before
-        finally:
-            server.terminate()
-            server.wait(20)
-        results.append({"path": f"clap_server.py ({args.workers} workers)", "batch": args.server_batch, "rows": len(rows),
-                        "clips": len(rows), "seconds": f"{served:.2f}", "clips/s": f"{len(rows) / served:.1f}",
-                        "rows/s": f"{len(rows) / served:.1f}"})
-    print(f"demo: {len(rows)} rows over {n_clips} distinct clips; tiny CLAP on CPU")
-    print(f"server: {len(rows)} requests in {batches} forward passes (mean batch {len(rows) / max(batches, 1):.1f})")
-    print(table(results, ["path", "batch", "rows", "clips", "seconds", "clips/s", "rows/s"]))
+        client.score(rows, REPO / "dataset")
+        seconds = time.perf_counter() - t
+        batches = requests.get(health, timeout=10).json()["batches"] - before
+    finally:
+        server.terminate()
+        server.wait(20)
+    return ({"model": name, "path": f"clap_server.py ({workers} workers)", "batch": server_batch, "rows": len(rows),
+             "clips": len(rows), "seconds": f"{seconds:.2f}", "clips/s": f"{len(rows) / seconds:.1f}",
+             "rows/s": f"{len(rows) / seconds:.1f}"}, batches)
 
 
 if __name__ == "__main__":

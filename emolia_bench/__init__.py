@@ -18,6 +18,7 @@ two servers); the logic lives here, as plain functions over DataFrames, one modu
 - ``analysis``      one subset's analysis: labels, agreement, summary.json
 - ``selection``     which labelled items a benchmark run scores, their prompts, clips and clip ids
 - ``scorers``       the model backends: the Scorer interface, a registry, sham / endpoint / clap
+                    (transformers, sentence-transformers and remote-code checkpoints)
 - ``cache``         the on-disk response and embedding caches (append-only JSONL)
 - ``evaluation``    scored rows -> predictions, metric tables and the benchmark summary.json
 - ``vs_humans``     the model as one more rater, scored on the humans' own targets; graded labels
@@ -31,7 +32,10 @@ two servers); the logic lives here, as plain functions over DataFrames, one modu
 - ``sham_server``   the stand-in similarity endpoint (standard library only)
 - ``clap_server``   a real CLAP model behind the same endpoint contract (FastAPI)
 - ``lazy_imports``  modules our dependencies import but we never use, bound lazily (start-up time)
-- ``tiny_clap``     a tiny randomly initialised CLAP for the tests and the demo
+- ``presets``       named models (LAION's VoiceCLAP family): hub id, backend, audio defaults
+- ``templates``     prompt templates: each wording scored, their ensemble and its spread
+- ``tiny_clap``     tiny randomly initialised models (a CLAP, a remote-code one) for tests and demo
+- ``tiny_voiceclap`` the tiny remote-code model's own modelling code (shipped with its checkpoint)
 """
 
 __version__ = "0.1.0"
