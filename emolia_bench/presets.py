@@ -8,7 +8,9 @@ defaults their authors evaluate with (LAION's VoiceCLAP model cards and inferenc
   ``{"array", "sampling_rate": 16000}``, 30 s -> the ``sentence-transformers`` backend.
 
 Every preset implies ``--trust-remote-code`` (they are LAION's own repositories, named here on
-purpose); the scripts print that they do. Importable without numpy or torch (``--help`` lists them).
+purpose); the scripts print that they do. Their 16 kHz needs no setting: the backends read the
+rate from the checkpoint and fall back to 16 kHz. Importable without numpy or torch (``--help``
+lists them).
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ class Preset:
     model_id: str
     backend: str
     max_seconds: float = 30.0
-    sampling_rate: int = 16_000
     trust_remote_code: bool = True
 
 
