@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from .zygote import ZYGOTE
+
 REPO = Path(__file__).resolve().parents[1]
 
 # Most tests run a script in a fresh interpreter. Where PYTHONDONTWRITEBYTECODE is set (these
@@ -53,6 +55,9 @@ def run_script(script: str, *args, cwd: Path | None = None, timeout: float = 120
         args.append("--no-figures")
     if script in DRAWS_SCRIPTS and not full_draws and "--bootstrap-draws" not in args and "--help" not in args:
         args += ["--bootstrap-draws", TEST_DRAWS]
+    done = ZYGOTE.run(REPO / script, args, Path(cwd or REPO), timeout)  # a fresh process, pandas pre-imported
+    if done is not None:
+        return done
     return subprocess.run([sys.executable, str(REPO / script), *args], cwd=cwd or REPO,
                           capture_output=True, text=True, timeout=timeout)
 
