@@ -35,7 +35,7 @@ from emolia_bench.cli import EXIT_PARTIAL, run
 from emolia_bench.defaults import BOOTSTRAP_DRAWS as METRIC_DRAWS
 from emolia_bench.defaults import BOOTSTRAP_SEED as METRIC_SEED
 from emolia_bench.defaults import MIN_CLASS_ROWS, SUBSET_NAMES
-from emolia_bench.presets import PRESETS
+from emolia_bench.presets import PRESETS, add_loading_options
 
 
 def main() -> int:
@@ -79,14 +79,7 @@ def main() -> int:
                    help="score in-process with this checkpoint: a transformers ClapModel, a checkpoint with its own modelling "
                         "code (--trust-remote-code) or a sentence-transformers audio-text model; with --model, a local copy "
                         "that stands in for the preset's hub id")
-    c.add_argument("--clap-backend", default="auto", choices=["auto", "transformers", "sentence-transformers", "remote-code"],
-                   help="how to load the model (default: auto = the preset's; sentence-transformers for a folder with "
-                        "modules.json, remote-code for one whose config.json has an auto_map, else transformers)")
-    c.add_argument("--trust-remote-code", action="store_true",
-                   help="allow a checkpoint's own modelling code to run on this machine (remote-code checkpoints need it)")
-    c.add_argument("--similarity", default="cosine", choices=["cosine", "logit"],
-                   help="cosine (default, as upstream) or logit = the model's learned scale*cos + bias (SigLIP-trained "
-                        "models: then threshold 0 is p = 0.5); through an endpoint, the server chooses")
+    add_loading_options(c, "--clap-backend")  # --clap-backend, --trust-remote-code, --similarity (as clap_server.py)
     c.add_argument("--clap-device", default="auto", choices=["auto", "cpu", "cuda"], help="auto = cuda when available")
     c.add_argument("--clap-dtype", default="float32", choices=["float32", "float16", "bfloat16"])
     c.add_argument("--clap-audio-batch-size", type=int, default=8, help="clips per forward pass (default: 8)")

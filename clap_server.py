@@ -17,7 +17,7 @@ import socket
 import sys
 from pathlib import Path
 
-from emolia_bench.presets import PRESETS, resolve_model
+from emolia_bench.presets import PRESETS, add_loading_options, resolve_model
 
 
 def main() -> int:
@@ -26,13 +26,7 @@ def main() -> int:
                    help=f"a preset ({', '.join(PRESETS)}), or a transformers ClapModel checkpoint, a checkpoint with its "
                         "own modelling code, or a sentence-transformers audio-text model")
     p.add_argument("--checkpoint", metavar="PATH", help="with a preset: a local copy of its checkpoint to load instead of the hub id")
-    p.add_argument("--backend", default="auto", choices=["auto", "transformers", "sentence-transformers", "remote-code"],
-                   help="how to load --model (default: auto = the preset's; sentence-transformers for a folder with "
-                        "modules.json, remote-code for one whose config.json has an auto_map, else transformers)")
-    p.add_argument("--trust-remote-code", action="store_true",
-                   help="allow a checkpoint's own modelling code to run (needed by remote-code checkpoints; presets imply it)")
-    p.add_argument("--similarity", default="cosine", choices=["cosine", "logit"],
-                   help="cosine (default, as upstream) or logit = the model's learned scale*cos + bias (SigLIP-style models)")
+    add_loading_options(p, "--backend")  # --backend, --trust-remote-code, --similarity (as benchmark.py)
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
     p.add_argument("--port", type=int, default=8765, help="port (default: 8765; 0 picks a free one)")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N (default: auto)")

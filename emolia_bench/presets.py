@@ -68,3 +68,17 @@ def resolve_model(preset: str | None, checkpoint: str | None, backend: str = "au
         note = (f"{preset}: loading {model} with trust_remote_code (the preset implies --trust-remote-code: "
                 "code from the checkpoint runs on this machine)")
     return ModelChoice(model, p.backend if backend == "auto" else backend, max_seconds or p.max_seconds, trust, note)
+
+
+def add_loading_options(group, backend_flag: str) -> None:
+    """The options that say how a model is loaded and what it reports — the same in
+    benchmark.py (``--clap-backend``) and clap_server.py (``--backend``)."""
+    group.add_argument(backend_flag, default="auto", choices=["auto", "transformers", "sentence-transformers", "remote-code"],
+                       help="how to load the model (default: auto = the preset's; sentence-transformers for a folder with "
+                            "modules.json, remote-code for one whose config.json has an auto_map, else transformers)")
+    group.add_argument("--trust-remote-code", action="store_true",
+                       help="allow a checkpoint's own modelling code to run on this machine (remote-code checkpoints need "
+                            "it; presets imply it)")
+    group.add_argument("--similarity", default="cosine", choices=["cosine", "logit"],
+                       help="cosine (default, as upstream) or logit = the model's learned scale*cos + bias (SigLIP-trained "
+                            "models: then threshold 0 is p = 0.5)")

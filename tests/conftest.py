@@ -69,3 +69,15 @@ def needs(path: Path):
 def snapshot(root: Path) -> dict[str, bytes]:
     """Every file below root with its bytes: to prove a failed run changed nothing."""
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def worked_analysed(tmp_path_factory):
+    """The worked example laid out as a project folder (annotations/, dataset/), analysed once
+    per test module; tests that change files in it take a copy."""
+    import shutil
+
+    root = tmp_path_factory.mktemp("worked")
+    shutil.copytree(WORKED / "input", root, dirs_exist_ok=True)
+    assert run_script("analysis.py", cwd=root).returncode == 0
+    return root

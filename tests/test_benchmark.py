@@ -23,15 +23,6 @@ def test_sham_test_vectors():
     assert sham_similarity("sample_00__TEMP_3_positive", "Normal tempo.") == 0.7706211205491895
 
 
-@pytest.fixture(scope="module")
-def worked_analysed(tmp_path_factory):
-    """The worked example laid out as a project folder (annotations/, dataset/), analysed once."""
-    root = tmp_path_factory.mktemp("worked")
-    shutil.copytree(WORKED / "input", root, dirs_exist_ok=True)
-    assert run_script("analysis.py", cwd=root).returncode == 0
-    return root
-
-
 @pytest.fixture
 def worked(worked_analysed, tmp_path):
     """A fresh copy of the analysed project for each test (tests change files in it)."""

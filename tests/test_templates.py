@@ -7,7 +7,6 @@ table resolves as documented."""
 from __future__ import annotations
 
 import json
-import shutil
 
 import numpy as np
 import pandas as pd
@@ -20,24 +19,16 @@ from emolia_bench.scorers.sham import sham_similarity
 from emolia_bench.subsets import DIM, EMO
 from emolia_bench.templates import template_fields, templates_by_subset
 
-from .conftest import WORKED, run_script, snapshot
+from .conftest import run_script, snapshot
 
 EMO_TEMPLATES = ["A voice full of {emotion}.", "{emotion}"]
 DIM_TEMPLATE = "Listen: {rubric}"
 
 
-@pytest.fixture(scope="module")
-def analysed(tmp_path_factory):
-    root = tmp_path_factory.mktemp("templates")
-    shutil.copytree(WORKED / "input", root, dirs_exist_ok=True)
-    assert run_script("analysis.py", cwd=root).returncode == 0
-    return root
-
-
-def test_every_template_is_scored_and_the_headline_is_their_mean(analysed, tmp_path):
+def test_every_template_is_scored_and_the_headline_is_their_mean(worked_analysed, tmp_path):
     out = tmp_path / "bm"
     args = [a for t in [*EMO_TEMPLATES, DIM_TEMPLATE] for a in ("--prompt-template", t)]
-    r = run_script("benchmark.py", "--output-dir", out, *args, cwd=analysed)
+    r = run_script("benchmark.py", "--output-dir", out, *args, cwd=worked_analysed)
     assert r.returncode == 0, r.stderr
     emo = pd.read_csv(out / "emolia-emo" / "predictions.csv")
     ok = emo[emo["ok"]]
@@ -109,8 +100,8 @@ def test_templates_go_to_the_subset_whose_field_they_name():
     assert template_fields("x {emotion} {{y}}") == {"emotion"}
 
 
-def test_a_bad_template_is_exit_2_with_nothing_written(analysed, tmp_path):
-    r = run_script("benchmark.py", "--output-dir", tmp_path / "bm", "--prompt-template", "{emotion", cwd=analysed)
+def test_a_bad_template_is_exit_2_with_nothing_written(worked_analysed, tmp_path):
+    r = run_script("benchmark.py", "--output-dir", tmp_path / "bm", "--prompt-template", "{emotion", cwd=worked_analysed)
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--prompt-template" in r.stderr
     assert not (tmp_path / "bm").exists()
 
@@ -133,15 +124,15 @@ def test_the_preset_table():
     assert all(name in r.stdout for name in PRESETS) and "--trust-remote-code" in r.stdout
 
 
-def test_a_checkpoint_with_its_own_code_is_refused_without_trust(analysed, tmp_path):
+def test_a_checkpoint_with_its_own_code_is_refused_without_trust(worked_analysed, tmp_path):
     """Refused before anything is loaded (no PyTorch needed): exit 2, the reason named, nothing written."""
     ckpt = tmp_path / "ckpt"
     ckpt.mkdir()
     (ckpt / "config.json").write_text(json.dumps({"auto_map": {"AutoModel": "modeling.Model"}}))
-    before = snapshot(analysed)
-    r = run_script("benchmark.py", "--output-dir", tmp_path / "bm", "--clap-model", ckpt, cwd=analysed)
+    before = snapshot(worked_analysed)
+    r = run_script("benchmark.py", "--output-dir", tmp_path / "bm", "--clap-model", ckpt, cwd=worked_analysed)
     assert r.returncode == 2, r.stderr
     assert "--trust-remote-code" in r.stderr and "own modelling code" in r.stderr and r.stderr.count("\n") == 1
-    assert not (tmp_path / "bm").exists() and snapshot(analysed) == before
-    r = run_script("benchmark.py", "--similarity", "logit", cwd=analysed)  # not for the sham scorer
+    assert not (tmp_path / "bm").exists() and snapshot(worked_analysed) == before
+    r = run_script("benchmark.py", "--similarity", "logit", cwd=worked_analysed)  # not for the sham scorer
     assert r.returncode == 2 and "in-process" in r.stderr
