@@ -243,7 +243,7 @@ def loo_agreement(votes: pd.DataFrame) -> tuple[float | None, float | None, floa
 
 
 class Resampled:
-    """Figures bootstrapped together, as rows for :func:`resampling.bootstrap_group_sums`.
+    """Figures bootstrapped together, as rows for :func:`resampling.bootstrap_statistic`.
 
     ``items``: the units (sorted item codes); ``unit``, ``group``, ``values``: each row's unit
     position, group and counts; ``n_groups``; ``names``: the figures; ``statistic``: grouped sums

@@ -33,13 +33,20 @@ def _resolve_inside(root: str, rel: str) -> str:
     real_root = _real_folder(root)
     *folders, name = parts
     real = os.path.join(_real_folder(os.path.join(real_root, *folders)), name)
-    if os.path.islink(real):  # the clip itself is always resolved afresh
+    if _is_link(real):  # the clip itself is always resolved afresh
         real = os.path.realpath(real)
     # both sides are normalised real paths, so "inside" is a prefix test on whole components
     # (os.path.commonpath says the same at ~10x the cost)
     if not (real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)):
         raise PathRefused("audio_path escapes the dataset root")
     return real
+
+
+def _is_link(path: str) -> bool:
+    try:
+        return stat.S_ISLNK(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 @functools.lru_cache(maxsize=65536)
@@ -56,7 +63,7 @@ def clip_problem(root: Path, rel: str) -> str | None:
     None when it is a regular file inside ``root``."""
     try:
         real = _resolve_inside(os.fspath(root), rel)
-        mode = os.stat(real).st_mode
+        mode = os.stat(real).st_mode  # (the lstat of the link test is cached by the kernel: ~2 µs)
     except PathRefused as e:
         return f"audio_refused: {e}"
     except OSError as e:

@@ -24,35 +24,63 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from .resampling import BUDGET, bootstrap_weights, percentile_interval
+from .resampling import BUDGET, bootstrap_weights, group_summer, map_chunks, percentile_interval
 
 
 class GroupedRanks:
     """Precomputed orderings for the weighted midranks of ``values`` within each group.
 
-    ``group`` (0..G-1) must be sorted (rows of a group contiguous)."""
+    ``group`` (0..G-1) must be sorted (rows of a group contiguous). Every midrank is a
+    half-integer and every weight an integer, so however the sums below are grouped the results
+    are exact, and equal to a direct computation bit for bit."""
 
-    def __init__(self, values: np.ndarray, group: np.ndarray):
+    def __init__(self, values: np.ndarray, group: np.ndarray, clip: np.ndarray | None = None):
         self.order = np.lexsort((values, group))
         v, g = values[self.order], group[self.order]
         new_level = np.r_[True, (v[1:] != v[:-1]) | (g[1:] != g[:-1])]
         self.level_start = np.flatnonzero(new_level)
-        self.level_end = np.r_[self.level_start[1:], len(v)]
+        self.ties = len(self.level_start) < len(v)  # the similarity scores typically have none
         self.level_of = np.cumsum(new_level) - 1
         group_start = np.flatnonzero(np.r_[True, g[1:] != g[:-1]]) if len(g) else np.empty(0, np.int64)
-        first = np.zeros(len(g), dtype=np.int64)
-        first[group_start] = group_start
-        self.group_first = np.maximum.accumulate(first)[self.level_start] if len(g) else np.empty(0, np.int64)
+        #: the sorted rows' group boundaries (for sums by group in sorted order)
+        self.group_start = group_start
+        # each level's group, as the index of its group's first level (to subtract what lies before it)
+        self.first_level = self.level_of[group_start]
+        self.level_group = np.repeat(np.arange(len(group_start)), np.diff(np.r_[self.first_level, len(self.level_start)]))
+        self.row_level = np.empty(len(v), np.int64)
+        self.row_level[self.order] = self.level_of
+        # Few levels (a rating, a mean of ratings): a resample's level weights are the clips' counts
+        # summed by level — one product with a clips × levels table instead of passes over rows
+        self.level_weights = None
+        if clip is not None and len(v) and len(self.level_start) * 8 <= len(v):
+            n_clips = int(clip.max()) + 1
+            summer = group_summer(clip, self.row_level, [np.ones(len(v))], n_clips, len(self.level_start))
+            self.level_weights = lambda wc: summer(wc)[0]
+        self.clip_sorted = None if clip is None else clip[self.order]
 
-    def midranks(self, w: np.ndarray) -> np.ndarray:
-        """resamples × rows midranks (in the rows' order) for the weights ``w`` (resamples × rows)."""
-        cum0 = np.zeros((len(w), w.shape[1] + 1))  # cum0[:, i] = weight of the sorted rows before i
-        np.cumsum(w[:, self.order], axis=1, out=cum0[:, 1:])
-        start = cum0[:, self.level_start]
-        level_rank = start - cum0[:, self.group_first] + (cum0[:, self.level_end] - start + 1) / 2
-        ranks = np.empty_like(w)
-        # without ties every row is its own level: no gather (the similarity scores, typically)
-        ranks[:, self.order] = level_rank if len(self.level_start) == w.shape[1] else level_rank[:, self.level_of]
+    def _level_ranks(self, level_w: np.ndarray) -> np.ndarray:
+        """Each tie level's midrank (resamples × levels) from the levels' weights."""
+        ranks = np.cumsum(level_w, axis=1)  # inclusive of the level
+        ranks -= (level_w - 1) * 0.5  # = (weight below) + (level weight + 1) / 2
+        if len(self.group_start) > 1:  # weight of the earlier groups is not below anything of this one
+            before = ranks[:, self.first_level[1:]] - (level_w[:, self.first_level[1:]] + 1) * 0.5
+            ranks -= np.repeat(np.c_[np.zeros(len(ranks)), before], np.diff(np.r_[self.first_level, ranks.shape[1]]), axis=1)
+        return ranks
+
+    def midranks_sorted(self, ws: np.ndarray) -> np.ndarray:
+        """resamples × rows midranks of the *sorted* rows, for their weights ``ws`` (resamples ×
+        rows, in sorted order): (weight of the group's rows below the row's tie level) +
+        (the level's weight + 1) / 2."""
+        ranks = self._level_ranks(np.add.reduceat(ws, self.level_start, axis=1) if self.ties else ws)
+        return ranks[:, self.level_of] if self.ties else ranks
+
+    def row_midranks(self, wc: np.ndarray) -> np.ndarray:
+        """resamples × rows midranks in the rows' own order, for the clips' counts ``wc``
+        (resamples × clips; needs ``clip`` at construction)."""
+        if self.level_weights is not None:
+            return self._level_ranks(self.level_weights(wc))[:, self.row_level]
+        ranks = np.empty((len(wc), len(self.order)))
+        ranks[:, self.order] = self.midranks_sorted(wc[:, self.clip_sorted])
         return ranks
 
 
@@ -60,12 +88,12 @@ def _group_sums(a: np.ndarray, starts: np.ndarray) -> np.ndarray:
     return np.add.reduceat(a, starts, axis=1) if a.shape[1] else np.zeros((len(a), len(starts)))
 
 
-def _resampled(n_rows: int, clip: np.ndarray, draws: int, seed: int):
-    """Chunks of per-row weights (resamples × rows): each row counts as often as its clip was drawn."""
+def _clip_weights(n_rows: int, clip: np.ndarray, draws: int, seed: int):
+    """Chunks of per-clip counts (resamples × clips): the resamples of ``bootstrap_weights``,
+    chunked by the rows each resample spans."""
     n_clips = int(clip.max()) + 1 if len(clip) else 0
-    budget = max(1, BUDGET // max(n_rows, 1)) * max(n_clips, 1)  # chunks sized by the rows each resample spans
-    for w in bootstrap_weights(n_clips, draws, seed, budget):
-        yield w[:, clip]
+    budget = max(1, BUDGET // max(n_rows, 1)) * max(n_clips, 1)
+    yield from bootstrap_weights(n_clips, draws, seed, budget)
 
 
 def _groups(labels) -> tuple[np.ndarray, list]:
@@ -93,18 +121,21 @@ def auroc_with_intervals(truth: np.ndarray, scores: np.ndarray, clips: np.ndarra
     rows = np.concatenate([np.arange(len(t)), by_cat])
     group = np.concatenate([np.zeros(len(t), np.int64), cat[by_cat] + 1])
     ranks = GroupedRanks(s[rows], group)
-    starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
-    pos = t[rows]
+    # everything in the ranks' sorted order: one gather of the clip counts per chunk, no scatter
+    pos = t[rows][ranks.order]
+    clip_sorted = clip[rows][ranks.order]
+    starts = ranks.group_start
 
-    def statistic(w):
-        r = ranks.midranks(w)
-        a = _auroc(_group_sums(w * r * pos, starts), _group_sums(w * pos, starts), _group_sums(w * (1 - pos), starts))
+    def statistic(ws):
+        wp = ws * pos
+        w_pos = _group_sums(wp, starts)
+        a = _auroc(_group_sums(wp * ranks.midranks_sorted(ws), starts), w_pos, _group_sums(ws, starts) - w_pos)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             return np.column_stack([a[:, 0], np.nanmean(a[:, 1:], axis=1)])
 
     full = statistic(np.ones((1, len(rows))))[0]
-    stats = np.concatenate([statistic(w) for w in _resampled(len(rows), clip[rows], draws, seed)])
+    stats = map_chunks(lambda w: statistic(w[:, clip_sorted]), _clip_weights(len(rows), clip[rows], draws, seed))
     defined = [bool(t[cat == c].min() != t[cat == c].max()) for c in np.unique(cat)]
     return {"auroc": float(full[0]) if np.isfinite(full[0]) else None, "auroc_ci95": percentile_interval(stats[:, 0]),
             "macro_auroc": float(full[1]) if np.isfinite(full[1]) else None,
@@ -122,19 +153,24 @@ def spearman_by_group(x: np.ndarray, y: np.ndarray, clips: np.ndarray, groups, s
     x, y, code = x[order], y[order], code[order]
     clip = pd.factorize(pd.Series(clips).astype(str), sort=True)[0][order]
     starts = np.flatnonzero(np.r_[True, code[1:] != code[:-1]])
-    rx, ry = GroupedRanks(x, code), GroupedRanks(y, code)
+    sizes = np.diff(np.r_[starts, len(x)])
+    rx, ry = GroupedRanks(x, code, clip), GroupedRanks(y, code, clip)
 
-    def statistic(w):
-        a, b = rx.midranks(w), ry.midranks(w)
+    def statistic(wc):
+        w = wc[:, clip]
+        a, b = rx.row_midranks(wc), ry.row_midranks(wc)
         sw = _group_sums(w, starts)
         with np.errstate(invalid="ignore", divide="ignore"):
-            ma, mb = (_group_sums(w * a, starts) / sw)[:, code], (_group_sums(w * b, starts) / sw)[:, code]
-            da, db = a - ma, b - mb
-            return _group_sums(w * da * db, starts) / np.sqrt(_group_sums(w * da * da, starts) * _group_sums(w * db * db, starts))
+            # Σ w·midrank over a group is W(W + 1)/2 whatever the order (the midranks share out
+            # positions 1..W), exactly: the same number as summing it, without two passes
+            mean = sw * (sw + 1) / 2 / sw
+            mean = mean[:, :1] if len(starts) == 1 else np.repeat(mean, sizes, axis=1)  # (broadcast: no gather)
+            da, db = a - mean, b - mean
+            wda, wdb = w * da, w * db
+            return _group_sums(wda * db, starts) / np.sqrt(_group_sums(wda * da, starts) * _group_sums(wdb * db, starts))
 
-    full = statistic(np.ones((1, len(x))))[0]
-    stats = np.concatenate([statistic(w) for w in _resampled(len(x), clip, draws, seed)])
-    sizes = np.diff(np.r_[starts, len(x)])
+    full = statistic(np.ones((1, int(clip.max()) + 1)))[0]
+    stats = map_chunks(statistic, _clip_weights(len(x), clip, draws, seed))
     return [{"group": labels[g], "rho": float(full[j]) if np.isfinite(full[j]) and sizes[j] >= 2 else None,
              "ci95": percentile_interval(stats[:, j]) if sizes[j] >= 2 else None, "n": int(sizes[j])}
             for j, g in enumerate(np.unique(code))]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -130,7 +131,8 @@ def build_rows(kept: pd.DataFrame, subset: Subset, dataset_root: Path, template:
     rows["clip"] = clip_ids(rows["audio_path"], rows["item_stem"])
     # only regular files inside the dataset root are scored, whatever the scorer (a FIFO named
     # like a clip would hang a reader; a link leading out would send a foreign file's bytes)
-    problems = {rel: clip_problem(Path(dataset_root), rel) for rel in pd.unique(rows["audio_path"].dropna())}
+    root = os.fspath(dataset_root)  # (a Path per clip cost a quarter of the check: 0.25 s per 31k clips)
+    problems = {rel: clip_problem(root, rel) for rel in pd.unique(rows["audio_path"].dropna())}
     rows["audio_error"] = rows["audio_path"].map(problems) if len(rows) else pd.Series(dtype=object)
     rows["scorable"] = rows["audio_path"].notna() & rows["audio_error"].isna()
     return rows

@@ -20,7 +20,7 @@ import pytest
 from emolia_bench import agreement as ag
 from emolia_bench import resampling
 from emolia_bench.metrics import balanced_accuracy_over_present_classes
-from emolia_bench.resampling import bootstrap_group_sums, bootstrap_weights, group_summer
+from emolia_bench.resampling import bootstrap_statistic, bootstrap_weights, group_summer, map_chunks
 
 VOTES = {  # item -> {rater: vote}
     0: {0: 1, 1: 1, 2: 1},
@@ -160,7 +160,7 @@ def test_bootstrap_intervals_bracket_the_estimate_and_are_seeded(votes):
     assert loo[0] <= 0.75 <= loo[1]
 
 
-def test_bootstrap_group_sums_equal_an_explicit_resample_of_the_units():
+def test_bootstrap_sums_equal_an_explicit_resample_of_the_units():
     # Rows (unit, group, count): units 1 and 3 have identical rows (so they are merged into one
     # type), unit 4 has two rows in one group, unit 5 has none. Whatever is merged, each resample's
     # sums must be exactly those of drawing the units explicitly with the same generator.
@@ -174,10 +174,9 @@ def test_bootstrap_group_sums_equal_an_explicit_resample_of_the_units():
     for u, g, o, h in zip(unit, group, ones, hits, strict=True):
         want[0][:, g] += o * times[:, u]
         want[1][:, g] += h * times[:, u]
-    for budget in (n_units, 10**6):  # one resample per chunk, and a single chunk
-        chunks = list(bootstrap_group_sums(unit, group, [ones, hits], n_units, 3, draws, seed=3, budget=budget))
-        got = [np.concatenate([c[j] for c in chunks]) for j in range(2)]
-        assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1]), budget
+    for budget in (n_units, 10**6):  # one resample per chunk (several threads at once), and a single chunk
+        got = bootstrap_statistic(unit, group, [ones, hits], n_units, 3, np.hstack, draws, seed=3, budget=budget)
+        assert np.array_equal(got[:, :3], want[0]) and np.array_equal(got[:, 3:], want[1]), budget
 
 
 def test_interchangeable_units_merge_exactly_the_units_with_identical_rows():
@@ -318,3 +317,13 @@ def test_statsmodels_is_imported_without_scipy_stats_and_scipy_stats_still_works
     # use of numpy.testing loads the real module
     assert out[3] == "_LazyModule _LazyModule"
     assert out[4] == "module True"
+
+
+def test_chunks_on_several_threads_give_one_threads_result_in_order():
+    # a statistic whose result names its chunk: any thread count returns the chunks' results in
+    # the chunks' order, equal to one thread's
+    chunks = [np.full((3, 4), float(i)) for i in range(25)]
+    one = map_chunks(lambda c: c.sum(axis=1), iter(chunks), workers=1)
+    assert np.array_equal(one, np.repeat(np.arange(25) * 4.0, 3))
+    for workers in (2, 3, 8):
+        assert np.array_equal(map_chunks(lambda c: c.sum(axis=1), iter(chunks), workers=workers), one)
