@@ -57,7 +57,9 @@ def main() -> int:
                    help="deadline in seconds for each whole request: connect, send, wait and read (default: 60)")
     g.add_argument("--no-audio-send", action="store_true",
                    help="omit audio_base64 from requests (for servers that read clips from their own dataset root)")
-    g.add_argument("--workers", type=int, default=16, help="concurrent requests (default: 16)")
+    g.add_argument("--workers", type=int, default=64,
+                   help="the most concurrent requests (default: 64); how many are in flight adapts below it: it climbs "
+                        "from 8 while throughput rises and halves on 429, 5xx and timeouts")
     g.add_argument("--max-retries", type=int, default=16,
                    help="retries per request on timeouts, connection errors, 429, 5xx and bad bodies (default: 16: "
                         "a 50%% fault rate still finishes)")

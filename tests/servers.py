@@ -13,7 +13,7 @@ from emolia_bench.scorers.sham import sham_similarity
 
 class ScriptedHandler(BaseHTTPRequestHandler):
     """Answers like the sham server, unless the server's ``fault(payload, attempt)`` says
-    otherwise: it returns None (answer normally) or one of '500', '429', 'nonjson', 'drop',
+    otherwise: it returns None (answer normally) or one of '500', '429', '429now' (Retry-After: 0), 'nonjson', 'drop',
     'stall', 'nofield', 'nan', '400', '307' (a temporary redirect to the same URL)."""
 
     protocol_version = "HTTP/1.1"
@@ -47,6 +47,8 @@ class ScriptedHandler(BaseHTTPRequestHandler):
             return self._reply(500, b'{"error": "boom"}')
         if fault == "429":
             return self._reply(429, b'{"error": "slow down"}', [("Retry-After", "1")])
+        if fault == "429now":
+            return self._reply(429, b'{"error": "too many at once"}', [("Retry-After", "0")])
         if fault == "nonjson":
             return self._reply(200, b"<html>proxy error</html>")
         if fault == "nofield":

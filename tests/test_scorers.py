@@ -45,3 +45,133 @@ def test_endpoint_counters_are_exact_under_concurrent_updates():
     for t in threads:
         t.join()
     assert remote.stats["requests"] == 160_000
+
+
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def finish(limit, n: int, seconds: float, clock: Clock, outcome: str = "ok") -> None:
+    """``n`` requests through ``limit``, completing evenly over ``seconds`` of the fake clock."""
+    for _ in range(n):
+        limit.acquire()
+        clock.now += seconds / n
+        limit.release(outcome)
+
+
+def test_adaptive_limit_climbs_while_throughput_rises_holds_at_a_plateau_and_halves_on_overload():
+    from emolia_bench.scorers.endpoint import AdaptiveLimit
+
+    clock = Clock()
+    limit = AdaptiveLimit(ceiling=64, start=8, window_seconds=0.2, clock=clock)
+    # a window of 8 in 0.25 s (32/s): the first window has nothing to beat -> 8 + 4 = 12
+    finish(limit, 8, 0.25, clock)
+    assert limit.limit == 12
+    # 12 in 0.25 s (48/s, +50 %) -> 18; then 18 in 0.25 s (72/s) -> 27
+    finish(limit, 12, 0.25, clock)
+    finish(limit, 18, 0.25, clock)
+    assert limit.limit == 27
+    # the server saturates: 27 in 0.375 s is 72/s again, no 5 % gain -> held at 27
+    finish(limit, 27, 0.375, clock)
+    assert limit.limit == 27
+    # a 429 halves at once; a burst of them in the same window is one step down
+    finish(limit, 3, 0.01, clock, outcome="overload")
+    assert limit.limit == 13
+    # it never passes the ceiling, and keeps its peak
+    small = AdaptiveLimit(ceiling=10, start=8, window_seconds=0.0, clock=clock)
+    for _ in range(5):
+        finish(small, 10, 0.1 * (_ + 1) ** -1, clock)
+    assert small.limit == 10 and small.peak == 10 and limit.peak == 27
+
+
+def test_adaptive_concurrency_backs_off_a_server_that_allows_four_at_a_time(tmp_path):
+    """A server answering 429 (Retry-After: 0) whenever more than 4 requests are in flight: every
+    row is scored, and the limit settles where the server stops refusing."""
+    import threading
+
+    import pandas as pd
+
+    from emolia_bench.scorers.endpoint import EndpointScorer
+    from emolia_bench.scorers.sham import sham_similarity
+
+    from .servers import scripted_server
+
+    active, lock, refused = [0], threading.Lock(), [0]
+
+    def fault(payload, attempt):
+        with lock:
+            active[0] += 1
+            crowded = active[0] > 4
+            refused[0] += crowded
+        import time
+
+        time.sleep(0.01)
+        with lock:
+            active[0] -= 1
+        return "429now" if crowded else None
+
+    clips = tmp_path / "clips"
+    clips.mkdir()
+    rows = []
+    for i in range(300):
+        (clips / f"c{i}.wav").write_bytes(b"x" * 10)
+        rows.append({"audio_path": f"c{i}.wav", "prompt": "calm", "item_stem": f"c{i}"})
+    with scripted_server(fault=fault) as (server, url):
+        scorer = EndpointScorer([url], workers=64, cache_dir=tmp_path / "cache", backoff_base=0.001, backoff_cap=0.01)
+        result = scorer.score(pd.DataFrame(rows), clips)
+    assert all(e is None for e in result.error)
+    assert list(result.similarity) == [sham_similarity(f"c{i}", "calm") for i in range(300)]
+    assert scorer.limit.limit <= 8 and scorer.limit.peak < 64  # backed off, never ran away
+    assert refused[0] < 300  # far fewer refusals than rows: the limit followed the server
+
+
+def test_an_http_proxy_from_the_environment_carries_the_requests(tmp_path, monkeypatch):
+    """HTTP_PROXY with credentials: every request goes to the proxy in absolute form with a
+    Proxy-Authorization header, and the answers come back through it."""
+    import base64
+    import http.client
+    from http.server import BaseHTTPRequestHandler
+    from urllib.parse import urlparse
+
+    import pandas as pd
+
+    from emolia_bench.scorers.endpoint import EndpointScorer
+    from emolia_bench.scorers.sham import sham_similarity
+
+    from .servers import scripted_server, serving
+
+    seen = []
+
+    class Proxy(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):
+            seen.append((self.path, self.headers.get("Proxy-Authorization")))
+            target = urlparse(self.path)
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            upstream = http.client.HTTPConnection(target.hostname, target.port, timeout=10)
+            upstream.request("POST", target.path, body, {"Content-Type": "application/json"})
+            answer = upstream.getresponse()
+            data = answer.read()
+            self.send_response(answer.status)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    (tmp_path / "a.wav").write_bytes(b"x")
+    rows = pd.DataFrame([{"audio_path": "a.wav", "prompt": p, "item_stem": "a"} for p in ("calm", "tense", "sad")])
+    with scripted_server() as (_, url), serving(Proxy) as proxy:
+        monkeypatch.setenv("HTTP_PROXY", f"http://user:secret@127.0.0.1:{proxy.server_address[1]}")
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        monkeypatch.delenv("no_proxy", raising=False)
+        result = EndpointScorer([url], workers=2, cache_dir=tmp_path / "cache").score(rows, tmp_path)
+    assert list(result.similarity) == [sham_similarity("a", p) for p in ("calm", "tense", "sad")]
+    token = "Basic " + base64.b64encode(b"user:secret").decode()
+    assert sorted(seen) == [(url, token)] * 3  # absolute-form target, credentials sent

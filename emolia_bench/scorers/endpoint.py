@@ -5,8 +5,11 @@ Design, in the order a request meets it:
 * rows are ordered by clip, and the main thread reads each clip once: sha256 for the cache
   key and, unless ``--no-audio-send``, base64 for the payload. Finished requests are answered
   from the cache without touching the network.
-* work goes through a bounded queue to a fixed pool of worker threads, each with its own
-  keep-alive ``requests.Session``; memory holds at most a few clips' payloads at a time.
+* work goes through a bounded queue to ``workers`` threads, each with its own keep-alive
+  connections (:class:`Transport`: http.client, ~0.1 ms of CPU per request); memory holds at most a
+  few clips' payloads at a time. How many requests are in flight is adaptive
+  (:class:`AdaptiveLimit`): it climbs from 8 while throughput rises and the server answers
+  cleanly, halves on 429, 5xx and timeouts, and never exceeds ``workers``.
 * each request goes to the replica with the fewest requests in flight; a replica that fails
   several times in a row is taken out of rotation for a cool-down.
 * timeouts, connection errors, 5xx, 429 (honouring ``Retry-After``) and unparseable bodies
@@ -51,6 +54,10 @@ MAX_RETRIES = 16
 # Seconds without a single successful answer after which the run gives up on the endpoint.
 GIVE_UP_AFTER = 120.0
 JSON_HEADERS = {"Content-Type": "application/json"}
+# The most requests in flight (--workers; the adaptive limit climbs to it while the server keeps up)
+WORKERS = 64
+# where the adaptive limit starts
+ADAPTIVE_START = 8
 
 
 class BadResponse(Exception):
@@ -129,34 +136,187 @@ class ReplicaPool:
                 self.failures[i] = 0
 
 
-def watched_adapter(deadlines: SocketDeadlines, n_replicas: int):
-    """A requests adapter whose connections register their sockets with ``deadlines`` under the
-    thread that opens them: each worker thread has its own session, so a thread's sockets are
-    the ones its request in flight may be using, and cutting them ends that request."""
-    import requests
-    from urllib3.connection import HTTPConnection, HTTPSConnection
-    from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+class AdaptiveLimit:
+    """How many requests may be in flight, found while the run goes (at most ``ceiling``).
 
-    class Watched:
-        def connect(self):
-            super().connect()
-            deadlines.add_socket(threading.get_ident(), self.sock)
+    It starts at ``start`` and works in windows of completed requests (at least ``max(limit, 8)``
+    and 0.2 s). A window without a failure whose throughput beat the last one's by 5 % raises the
+    limit by half (the server keeps up: try more); a window that did not is kept (the server is
+    the bottleneck: more would only queue there). A 429, a 5xx, a timeout or a dropped
+    connection halves the limit at once (at most once per window, so one burst of failures is
+    one step down) — additive-free AIMD, since the rows of a run are few enough that a quick
+    climb matters more than a smooth one. ``Retry-After`` is honoured by the request that got
+    it (it waits that long before its retry, without holding a slot)."""
 
-    class WatchedHTTP(Watched, HTTPConnection):
-        pass
+    def __init__(self, ceiling: int, start: int = 8, window_seconds: float = 0.2, clock=time.monotonic):
+        self.clock = clock
+        self.ceiling = max(1, ceiling)
+        self.limit = min(self.ceiling, max(1, start))
+        self.window_seconds = window_seconds
+        self.in_flight = 0
+        self.peak = self.limit
+        self._cond = threading.Condition()
+        self._window_start, self._window_done, self._window_failed = clock(), 0, False
+        self._last_rate: float | None = None
 
-    class WatchedHTTPS(Watched, HTTPSConnection):
-        pass
+    def acquire(self) -> None:
+        with self._cond:
+            while self.in_flight >= self.limit:
+                self._cond.wait()
+            self.in_flight += 1
 
-    class PoolHTTP(HTTPConnectionPool):
-        ConnectionCls = WatchedHTTP
+    def release(self, outcome: str) -> None:
+        """``outcome``: ``ok`` (an answer, also a 4xx: the server is fine), ``overload`` (429,
+        5xx, timeout, connection error) or ``other`` (a bad body: says nothing about load)."""
+        with self._cond:
+            self.in_flight -= 1
+            now = self.clock()
+            if outcome == "overload":
+                if not self._window_failed:
+                    self.limit = max(1, self.limit // 2)
+                    self._window_failed = True
+                    self._last_rate = None  # the rate after a cut is a new baseline
+            elif outcome == "ok":
+                self._window_done += 1
+            elapsed = now - self._window_start
+            if self._window_done >= max(self.limit, 8) and elapsed >= self.window_seconds or \
+                    (self._window_failed and elapsed >= self.window_seconds):
+                rate = self._window_done / elapsed
+                if not self._window_failed and (self._last_rate is None or rate >= 1.05 * self._last_rate):
+                    self.limit = min(self.ceiling, self.limit + max(1, self.limit // 2))
+                    self.peak = max(self.peak, self.limit)
+                self._last_rate = rate if not self._window_failed else None
+                self._window_start, self._window_done, self._window_failed = now, 0, False
+            self._cond.notify_all()
 
-    class PoolHTTPS(HTTPSConnectionPool):
-        ConnectionCls = WatchedHTTPS
 
-    adapter = requests.adapters.HTTPAdapter(pool_connections=n_replicas, pool_maxsize=n_replicas, max_retries=0)
-    adapter.poolmanager.pool_classes_by_scheme = {"http": PoolHTTP, "https": PoolHTTPS}
-    return adapter
+class Transport:
+    """One worker thread's HTTP client: the standard library's ``http.client``, one keep-alive
+    connection per replica.
+
+    Why not requests or urllib3: their layers cost the client CPU on every request, and a
+    client's CPU per request is what caps it at a fast server (measured in one thread against
+    the sham server, process CPU per request: requests' ``Session.send`` 0.44–0.74 ms, urllib3's
+    pool 0.19–0.27 ms, this 0.10–0.15 ms; bench/bench_benchmark.py prints the figure).
+
+    * every socket is registered with the deadline watchdog under this thread, so cutting the
+      thread's sockets ends its request (``--timeout`` bounds the whole request);
+    * ``TCP_QUICKACK`` before each response is read: a server that writes its headers and its
+      body in two writes with Nagle on (Python's http.server and many quick wrappers) otherwise
+      waits ~40 ms for our delayed ACK of the first before it sends the second;
+    * a kept-alive connection the server closed meanwhile is reopened once, at no retry's cost;
+    * proxies from the environment (``HTTP(S)_PROXY``, ``NO_PROXY``): plain HTTP through the
+      proxy, HTTPS through a CONNECT tunnel; credentials in the proxy URL are sent;
+    * redirects are followed (up to 10), keeping the method and the body; https verifies
+      certificates (the default SSL context)."""
+
+    MAX_REDIRECTS = 10
+
+    def __init__(self, urls: list[str], proxies: list[dict], deadlines: SocketDeadlines, timeout: float):
+        import http.client
+        import socket
+
+        quickack = getattr(socket, "TCP_QUICKACK", None)
+        key = threading.get_ident()
+
+        class Watched:
+            def connect(self):
+                super().connect()
+                deadlines.add_socket(key, self.sock)
+
+            def getresponse(self):
+                if quickack is not None and self.sock is not None:
+                    try:
+                        self.sock.setsockopt(socket.IPPROTO_TCP, quickack, 1)
+                    except OSError:
+                        pass
+                return super().getresponse()
+
+        class WatchedHTTP(Watched, http.client.HTTPConnection):
+            pass
+
+        class WatchedHTTPS(Watched, http.client.HTTPSConnection):
+            pass
+
+        self.http, self.classes = http.client, {"http": WatchedHTTP, "https": WatchedHTTPS}
+        self.timeout = timeout
+        self.errors = (http.client.HTTPException, OSError)
+        self.proxy_of = [proxy.get(urlparse(u).scheme) or proxy.get("all") for u, proxy in zip(urls, proxies, strict=True)]
+        self.connections: dict[tuple, object] = {}
+
+    def _connection(self, url: str, via: str | None):
+        """The kept-alive connection for ``url``'s origin (through proxy ``via``) and the request
+        target to send it."""
+        u = urlparse(url)
+        port = u.port or (443 if u.scheme == "https" else 80)
+        target = (u.path or "/") + (f"?{u.query}" if u.query else "")
+        key = (u.scheme, u.hostname, port, via)
+        conn = self.connections.get(key)
+        headers = dict(JSON_HEADERS)
+        if via:
+            pu = urlparse(via if "://" in via else f"http://{via}")
+            auth = {}
+            if pu.username:
+                token = base64.b64encode(f"{pu.username}:{pu.password or ''}".encode()).decode()
+                auth = {"Proxy-Authorization": f"Basic {token}"}
+            if u.scheme == "http":
+                target = url  # absolute form, to the proxy
+                headers.update(auth)
+        if conn is None:
+            cls = self.classes[u.scheme]
+            if via:
+                conn = cls(pu.hostname, pu.port or 80, timeout=self.timeout)
+                if u.scheme == "https":
+                    conn.set_tunnel(u.hostname, port, headers=auth)
+            else:
+                conn = cls(u.hostname, port, timeout=self.timeout)
+            self.connections[key] = conn
+        return conn, target, headers
+
+    def _exchange(self, conn, target: str, headers: dict, body: bytes):
+        reused = conn.sock is not None
+        for attempt in (0, 1):
+            try:
+                conn.request("POST", target, body, headers)
+                resp = conn.getresponse()
+                data = resp.read()
+            except (self.http.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
+                conn.close()
+                if reused and attempt == 0:  # the server closed an idle kept-alive connection
+                    continue
+                raise
+            except BaseException:
+                conn.close()
+                raise
+            if resp.will_close:
+                conn.close()
+            return resp.status, resp.headers, data
+
+    def post(self, replica: int, url: str, body: bytes):
+        """(status, headers, body bytes) of POSTing ``body`` to ``url``, after redirects."""
+        from urllib.parse import urljoin
+
+        via = self.proxy_of[replica]
+        for _ in range(self.MAX_REDIRECTS + 1):
+            conn, target, headers = self._connection(url, via)
+            status, headers_in, data = self._exchange(conn, target, headers, body)
+            location = headers_in.get("Location")
+            if status in (301, 302, 303, 307, 308) and location:
+                url = urljoin(url, location)
+                continue
+            return status, headers_in, data
+        raise BadRedirect(f"more than {self.MAX_REDIRECTS} redirects")
+
+    def reset(self) -> None:
+        """Close every connection (after a request was cut: its socket is shut)."""
+        for conn in self.connections.values():
+            conn.close()
+
+    close = reset
+
+
+class BadRedirect(Exception):
+    pass
 
 
 @dataclass
@@ -180,7 +340,7 @@ def payload_body(text: str, audio_path: str, item_stem: str, b64: bytes | None) 
 class EndpointScorer(Scorer):
     mode = "remote"
 
-    def __init__(self, endpoints: list[str], timeout: float = 60.0, workers: int = 16, max_retries: int = MAX_RETRIES,
+    def __init__(self, endpoints: list[str], timeout: float = 60.0, workers: int = WORKERS, max_retries: int = MAX_RETRIES,
                  cache_dir: Path | None = None, fresh: bool = False, model_tag: str | None = None,
                  send_audio: bool = True, backoff_base: float = 0.25, backoff_cap: float = 10.0,
                  give_up_after: float = GIVE_UP_AFTER):
@@ -203,6 +363,7 @@ class EndpointScorer(Scorer):
         self.cache_path: Path | None = None
         self.proxies: list[dict] = []
         self.replica_requests: dict[str, int] = {}
+        self.limit: AdaptiveLimit | None = None  # the run's adaptive concurrency (its peak is reported)
 
     def _count(self, name: str, amount: float = 1) -> None:
         with self._stats_lock:
@@ -211,56 +372,67 @@ class EndpointScorer(Scorer):
     def summary_line(self) -> str:
         st = self.stats
         rate = st["rows"] / st["seconds"] if st["seconds"] else 0.0
+        peak = f"; up to {self.limit.peak} of {self.workers} in flight" if self.limit is not None else ""
         return (f"endpoint: {st['rows']} rows in {st['seconds']:.2f} s ({rate:,.0f} rows/s); {st['requests']} requests, "
-                f"{st['retries']} retries, {st['cache_hits']} answered from the cache ({self.cache_path})")
+                f"{st['retries']} retries, {st['cache_hits']} answered from the cache ({self.cache_path}){peak}")
 
     # -- one request ------------------------------------------------------------------------
 
-    def _post(self, session, templates, pool: ReplicaPool, task: Task, deadlines: SocketDeadlines) -> tuple[float | None, str | None]:
-        import requests
-
+    def _post(self, transport: Transport, limit: AdaptiveLimit, pool: ReplicaPool, task: Task,
+              deadlines: SocketDeadlines) -> tuple[float | None, str | None]:
         last = "no attempt made"
+        key = threading.get_ident()
         for attempt in range(self.max_retries + 1):
             if self._gave_up:
                 return None, f"gave up: no successful answer for {self.give_up_after:g} s ({last})"
+            limit.acquire()
             i = pool.acquire()
-            wait = None
-            deadlines.arm(threading.get_ident(), self.timeout)
+            wait, outcome = None, "overload"
+            deadlines.arm(key, self.timeout)
             try:
-                request = templates[i].copy()
-                request.body = task.body
-                request.headers["Content-Length"] = str(len(task.body))
-                resp = session.send(request, timeout=self.timeout, proxies=self.proxies[i])
-                cut = deadlines.disarm(threading.get_ident())
+                status, headers, data = transport.post(i, self.urls[i], task.body)
+            except BadRedirect as e:
+                deadlines.disarm(key)
                 self._count("requests")
-                if cut:
-                    pool.release(i, ok=False)
-                    last = f"timeout: no full answer within {self.timeout:g} s"
-                elif resp.status_code == 429 or resp.status_code >= 500:
-                    last = f"HTTP {resp.status_code}"
-                    wait = retry_after_seconds(resp.headers.get("Retry-After"))
-                    pool.release(i, ok=False)
-                elif resp.status_code >= 400:
-                    pool.release(i, ok=True)  # the replica is healthy; the request is wrong
-                    self._succeeded()
-                    return None, f"HTTP {resp.status_code}: {_error_text(resp)}"
-                else:
-                    try:
-                        value = parse_similarity(resp.json())
-                    except (ValueError, BadResponse) as e:
-                        pool.release(i, ok=False)
-                        last = f"bad response: {e if isinstance(e, BadResponse) else 'body is not JSON'}"
-                    else:
-                        pool.release(i, ok=True)
-                        self._succeeded()
-                        return value, None
-            except requests.RequestException as e:
-                cut = deadlines.disarm(threading.get_ident())
+                pool.release(i, ok=True)
+                limit.release("other")
+                return None, f"bad response: {e}"
+            except transport.errors as e:
+                cut = deadlines.disarm(key)
+                self._count("requests")
                 pool.release(i, ok=False)
-                if cut or isinstance(e, requests.Timeout):
+                limit.release("overload")
+                if cut or isinstance(e, TimeoutError):
                     last = f"timeout: no full answer within {self.timeout:g} s"
                 else:
                     last = f"connection error: {type(e).__name__}"
+            else:
+                cut = deadlines.disarm(key)
+                self._count("requests")
+                if cut:
+                    transport.reset()  # its socket was shut down
+                    last = f"timeout: no full answer within {self.timeout:g} s"
+                elif status == 429 or status >= 500:
+                    last = f"HTTP {status}"
+                    wait = retry_after_seconds(headers.get("Retry-After"))
+                elif status >= 400:
+                    pool.release(i, ok=True)  # the replica is healthy; the request is wrong
+                    limit.release("ok")
+                    self._succeeded()
+                    return None, f"HTTP {status}: {_error_text(data, headers)}"
+                else:
+                    try:
+                        value = parse_similarity(json.loads(data))
+                    except (ValueError, BadResponse) as e:
+                        last = f"bad response: {e if isinstance(e, BadResponse) else 'body is not JSON'}"
+                        outcome = "other"
+                    else:
+                        pool.release(i, ok=True)
+                        limit.release("ok")
+                        self._succeeded()
+                        return value, None
+                pool.release(i, ok=False)
+                limit.release(outcome)
             if attempt == self.max_retries:
                 break
             if time.monotonic() - self._last_success > self.give_up_after:
@@ -304,23 +476,21 @@ class EndpointScorer(Scorer):
                         progress.set_postfix(errors=n_errors[0], refresh=False)
                     progress.update(1)
 
-        # Proxy settings from the environment are resolved once per replica here; sessions then
-        # skip re-reading the environment on every request (a third of requests' own overhead).
+        # Proxy settings from the environment (HTTP(S)_PROXY, NO_PROXY), resolved once per replica.
         self.proxies = [requests.utils.get_environ_proxies(u) for u in self.urls]
+        limit = AdaptiveLimit(self.workers, start=min(self.workers, ADAPTIVE_START))
+        self.limit = limit
 
         def worker() -> None:
-            with requests.Session() as session:
-                session.trust_env = False
-                adapter = watched_adapter(deadlines, len(self.urls))
-                session.mount("http://", adapter)
-                session.mount("https://", adapter)
-                templates = [session.prepare_request(requests.Request("POST", u, headers=JSON_HEADERS, data=b""))
-                             for u in self.urls]
+            transport = Transport(self.urls, self.proxies, deadlines, self.timeout)
+            try:
                 while (task := tasks.get()) is not None:
-                    value, error = self._post(session, templates, pool, task, deadlines)
+                    value, error = self._post(transport, limit, pool, task, deadlines)
                     if error is None:
                         cache.put(task.key, value)
                     done(task.row, value, error)
+            finally:
+                transport.close()
 
         started = time.perf_counter()
         threads = [threading.Thread(target=worker, daemon=True, name=f"endpoint-{k}") for k in range(self.workers)]
@@ -367,11 +537,12 @@ class EndpointScorer(Scorer):
         return ScoreResult(similarity=sims, error=errors)
 
 
-def _error_text(resp) -> str:
+def _error_text(body: bytes, headers) -> str:
+    """The server's ``{"error": …}``, else the start of its body."""
     try:
-        data = resp.json()
+        data = json.loads(body)
         if isinstance(data, dict) and "error" in data:
             return str(data["error"])[:200]
     except ValueError:
         pass
-    return (resp.reason or "")[:200]
+    return body[:200].decode("utf-8", "replace").strip() or "(empty body)"
