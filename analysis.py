@@ -10,11 +10,15 @@ and report.md; plus the combined analysis_outputs/report.md. Outputs are compute
 before anything is written, and each file is replaced atomically.
 """
 
-import argparse
-from pathlib import Path
+import time
 
-from emolia_bench.cli import run
-from emolia_bench.defaults import BOOTSTRAP_DRAWS, BOOTSTRAP_SEED, MIN_ITEMS, SUBSET_NAMES
+STARTED = time.perf_counter()  # noqa: E402 - before the imports, for --timings
+
+import argparse  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from emolia_bench.cli import Phases, run  # noqa: E402
+from emolia_bench.defaults import BOOTSTRAP_DRAWS, BOOTSTRAP_SEED, MIN_ITEMS, SUBSET_NAMES  # noqa: E402
 
 
 def main() -> int:
@@ -37,6 +41,7 @@ def main() -> int:
     parser.add_argument("--exclude-raters", default="", metavar="USER[,USER…]",
                         help="re-run without these raters' votes (comma-separated usernames, as in the anonymized "
                              "export); recorded in summary.json. Nothing is excluded unless asked")
+    parser.add_argument("--timings", action="store_true", help="print the seconds each phase took (to stderr)")
     parser.add_argument("--dataset-root", type=Path,
                         help="optional: the clips, to compare reaction times with clip durations in the rater profiles "
                              "(a <clip>.json sidecar with {\"duration\": seconds}, else the audio header)")
@@ -55,38 +60,46 @@ def main() -> int:
     from emolia_bench.reports import analysis_report, subset_section
     from emolia_bench.subsets import subsets_to_run
 
+    phases = Phases(args.timings, STARTED)
     loaded = []
-    for subset in subsets_to_run(args.subsets, args.annotations_root, "annotations.csv"):
-        folder = args.annotations_root / subset.name
-        annotations = load_annotations(folder / "annotations.csv", subset)
-        users = load_users(folder / "users.csv")
-        flags = load_flags(folder / "flags.csv", subset) if subset.has_flags else None
-        loaded.append((subset, annotations, users, flags))
+    with phases("load"):
+        chosen = subsets_to_run(args.subsets, args.annotations_root, "annotations.csv")
+    for subset in chosen:
+        with phases("load"):
+            folder = args.annotations_root / subset.name
+            annotations = load_annotations(folder / "annotations.csv", subset)
+            users = load_users(folder / "users.csv")
+            flags = load_flags(folder / "flags.csv", subset) if subset.has_flags else None
+            loaded.append((subset, annotations, users, flags))
     unknown = set(excluded) - set().union(*(set(ann["username"]) for _, ann, _, _ in loaded))
     if unknown:
         raise InputError("--exclude-raters", f"no rater named {', '.join(sorted(unknown))} in the annotations; "
                                              "expected usernames as they appear in annotations.csv")
-    results = [analyze_subset(subset, annotations, users, flags, seed=args.seed, draws=args.bootstrap_draws,
-                              min_items=args.min_items, exclude_raters=excluded, dataset_root=args.dataset_root)
-               for subset, annotations, users, flags in loaded]
+    with phases("analyse"):
+        results = [analyze_subset(subset, annotations, users, flags, seed=args.seed, draws=args.bootstrap_draws,
+                                  min_items=args.min_items, exclude_raters=excluded, dataset_root=args.dataset_root)
+                   for subset, annotations, users, flags in loaded]
 
     outputs, links = {}, {}
     if not args.no_figures:
-        from emolia_bench.figures import analysis_figures
+        with phases("figures"):
+            from emolia_bench.figures import analysis_figures
 
-        outputs, links = analysis_figures(results)
-    for r in results:
-        name = r.subset.name
-        outputs[f"{name}/benchmark_labels.csv"] = csv_bytes(r.labels)
-        for file, table in r.tables.items():
-            outputs[f"{name}/{file}"] = csv_bytes(table)
-        outputs[f"{name}/incomplete_items.csv"] = csv_bytes(r.incomplete)
-        outputs[f"{name}/raters.csv"] = csv_bytes(r.raters)
-        outputs[f"{name}/votes.csv"] = csv_bytes(r.votes)
-        outputs[f"{name}/summary.json"] = json_bytes(r.summary)
-        outputs[f"{name}/report.md"] = subset_section(r, level=1, figures=links.get(name)).encode()
-    outputs["report.md"] = analysis_report(results, figures=links.get("report")).encode()
-    write_outputs(args.output_root, outputs)
+            outputs, links = analysis_figures(results)
+    with phases("write"):
+        for r in results:
+            name = r.subset.name
+            outputs[f"{name}/benchmark_labels.csv"] = csv_bytes(r.labels)
+            for file, table in r.tables.items():
+                outputs[f"{name}/{file}"] = csv_bytes(table)
+            outputs[f"{name}/incomplete_items.csv"] = csv_bytes(r.incomplete)
+            outputs[f"{name}/raters.csv"] = csv_bytes(r.raters)
+            outputs[f"{name}/votes.csv"] = csv_bytes(r.votes)
+            outputs[f"{name}/summary.json"] = json_bytes(r.summary)
+            outputs[f"{name}/report.md"] = subset_section(r, level=1, figures=links.get(name)).encode()
+        outputs["report.md"] = analysis_report(results, figures=links.get("report")).encode()
+        write_outputs(args.output_root, outputs)
+    phases.report()
 
     def fmt(figure):  # 0.0 is a value, None is n/a; too few items is said, not printed
         if not figure["reliable"]:

@@ -27,15 +27,19 @@ Exit codes: 0 every row scored; 1 outputs written but some rows could not be sco
 evaluation_errors); 2 bad input, nothing written; 130 interrupted (finished answers cached).
 """
 
-import argparse
-import sys
-from pathlib import Path
+import time
 
-from emolia_bench.cli import EXIT_PARTIAL, run
-from emolia_bench.defaults import BOOTSTRAP_DRAWS as METRIC_DRAWS
-from emolia_bench.defaults import BOOTSTRAP_SEED as METRIC_SEED
-from emolia_bench.defaults import MIN_CLASS_ROWS, SUBSET_NAMES
-from emolia_bench.presets import PRESETS, add_loading_options
+STARTED = time.perf_counter()  # noqa: E402 - before the imports, for --timings
+
+import argparse  # noqa: E402
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from emolia_bench.cli import EXIT_PARTIAL, Phases, run  # noqa: E402
+from emolia_bench.defaults import BOOTSTRAP_DRAWS as METRIC_DRAWS  # noqa: E402
+from emolia_bench.defaults import BOOTSTRAP_SEED as METRIC_SEED  # noqa: E402
+from emolia_bench.defaults import MIN_CLASS_ROWS, SUBSET_NAMES  # noqa: E402
+from emolia_bench.presets import PRESETS, add_loading_options  # noqa: E402
 
 
 def main() -> int:
@@ -103,6 +107,7 @@ def main() -> int:
     s.add_argument("--min-class-rows", type=int, default=MIN_CLASS_ROWS,
                    help="a slice whose minority class has fewer rows gets no balanced-accuracy interval, and the report "
                         f"marks it too small (default: {MIN_CLASS_ROWS})")
+    s.add_argument("--timings", action="store_true", help="print the seconds each phase took (to stderr)")
     s.add_argument("--no-figures", action="store_true",
                    help="skip the PNG figures (matplotlib's import alone takes about a second)")
     args = p.parse_args()
@@ -153,49 +158,57 @@ def main() -> int:
         scorer = get_scorer("sham")
 
     # Load and select every subset before scoring, so bad input stops the run before any work.
+    phases = Phases(args.timings, STARTED)
     plans = []
     chosen = subsets_to_run(args.subset, args.analysis_root, "benchmark_labels.csv")
     templates = templates_by_subset(args.prompt_template, chosen)  # each template to the subset whose field it names
     for subset in chosen:
-        labels = load_labels(args.analysis_root / subset.name / "benchmark_labels.csv", subset)
-        votes = load_votes(args.analysis_root / subset.name / "votes.csv", subset)
-        human = load_human_numbers(args.analysis_root / subset.name / "summary.json")
-        kept, stats = apply_filters(labels, filters)
-        if args.limit is not None:
-            kept = kept.head(args.limit)
-        rows = build_rows(kept, subset, args.dataset_root, (templates[subset.name] or [None])[0])
-        plans.append((subset, rows, stats, votes, human))
+        with phases("load"):
+            labels = load_labels(args.analysis_root / subset.name / "benchmark_labels.csv", subset)
+            votes = load_votes(args.analysis_root / subset.name / "votes.csv", subset)
+            human = load_human_numbers(args.analysis_root / subset.name / "summary.json")
+            kept, stats = apply_filters(labels, filters)
+            if args.limit is not None:
+                kept = kept.head(args.limit)
+            rows = build_rows(kept, subset, args.dataset_root, (templates[subset.name] or [None])[0])
+            plans.append((subset, rows, stats, votes, human))
 
     results, failed = [], 0
     for subset, rows, stats, votes, human in plans:
-        with_audio = rows[rows["scorable"]]
-        prompts = template_prompts(with_audio, subset, args.dataset_root, templates[subset.name])
-        with progress_bar(scorer, len(with_audio) * len(prompts), f"{subset.name} ({scorer.mode})") as bar:
-            result, per_template = score_templates(scorer, with_audio, prompts, args.dataset_root, bar)
-        predictions = predictions_frame(rows, result, subset, args.threshold, args.dataset_root, per_template)
-        r = evaluate(subset, rows, predictions, mode=scorer.mode, endpoint=scorer.endpoint, threshold=args.threshold,
-                     filter_mode=filters.mode_name(subset), filter_stats=stats, human=human, votes=votes,
-                     seed=args.seed, draws=args.bootstrap_draws, min_class_rows=args.min_class_rows,
-                     cv_folds=args.cv_folds, cv_seed=args.cv_seed, scorer_info=scorer.info(),
-                     templates=templates[subset.name])
+        with phases("score"):
+            with_audio = rows[rows["scorable"]]
+            prompts = template_prompts(with_audio, subset, args.dataset_root, templates[subset.name])
+            with progress_bar(scorer, len(with_audio) * len(prompts), f"{subset.name} ({scorer.mode})") as bar:
+                result, per_template = score_templates(scorer, with_audio, prompts, args.dataset_root, bar)
+        with phases("evaluate"):
+            predictions = predictions_frame(rows, result, subset, args.threshold, args.dataset_root, per_template)
+            r = evaluate(subset, rows, predictions, mode=scorer.mode, endpoint=scorer.endpoint, threshold=args.threshold,
+                         filter_mode=filters.mode_name(subset), filter_stats=stats, human=human, votes=votes,
+                         seed=args.seed, draws=args.bootstrap_draws, min_class_rows=args.min_class_rows,
+                         cv_folds=args.cv_folds, cv_seed=args.cv_seed, scorer_info=scorer.info(),
+                         templates=templates[subset.name])
         results.append(r)
         failed += r.summary["evaluation_errors"]
 
     outputs = {}
     for r in results:
         name = r.subset.name
-        outputs[f"{name}/predictions.csv"] = csv_bytes(r.predictions)
-        for file, table in r.tables.items():
-            outputs[f"{name}/{file}"] = csv_bytes(table)
-        outputs[f"{name}/summary.json"] = json_bytes(r.summary)
         links = None
         if not args.no_figures:
-            from emolia_bench.figures import benchmark_figures
+            with phases("figures"):
+                from emolia_bench.figures import benchmark_figures
 
-            pngs, links = benchmark_figures(r, r.truth, r.scores)
-            outputs.update({f"{name}/{file}": data for file, data in pngs.items()})
-        outputs[f"{name}/report.md"] = benchmark_report(r, figures=links).encode()
-    write_outputs(args.output_dir, outputs)
+                pngs, links = benchmark_figures(r, r.truth, r.scores)
+                outputs.update({f"{name}/{file}": data for file, data in pngs.items()})
+        with phases("write"):
+            outputs[f"{name}/predictions.csv"] = csv_bytes(r.predictions)
+            for file, table in r.tables.items():
+                outputs[f"{name}/{file}"] = csv_bytes(table)
+            outputs[f"{name}/summary.json"] = json_bytes(r.summary)
+            outputs[f"{name}/report.md"] = benchmark_report(r, figures=links).encode()
+    with phases("write"):
+        write_outputs(args.output_dir, outputs)
+    phases.report()
 
     for r in results:
         s, o = r.summary, r.summary["overall"]

@@ -36,6 +36,27 @@ def measure(cmd: list[str], cwd=None) -> dict:
     return result
 
 
+def machine_speed() -> str:
+    """The machine's speed line: ``python -m timeit "sum(range(10**6))"`` as timeit prints it."""
+    out = subprocess.run([sys.executable, "-m", "timeit", "sum(range(10**6))"], capture_output=True, text=True)
+    return f'machine speed: python -m timeit "sum(range(10**6))": {out.stdout.strip()}'
+
+
+def import_floor(repeat: int = 5) -> float:
+    """F: the best wall time of importing what every stage that draws needs (pandas and
+    matplotlib's Agg figure), in a fresh interpreter with bytecode cached — the floor any
+    such stage stands on. Stages are stated as multiples of it, measured in the same run."""
+    cmd = [sys.executable, "-c", "import pandas, matplotlib.figure, matplotlib.backends.backend_agg"]
+    return min(measure(cmd)["wall"] for _ in range(repeat))
+
+
+def timings(cmd: list[str], cwd=None) -> dict[str, float]:
+    """Seconds per phase of one run of a stage given ``--timings`` (parsed from its stderr)."""
+    out = subprocess.run(cmd + ["--timings"], cwd=cwd, capture_output=True, text=True, check=True).stderr
+    line = next(x for x in out.splitlines() if x.startswith("timings: "))
+    return {k: float(v.split()[0]) for k, v in (part.split(" ", 1) for part in line[len("timings: "):].split(", "))}
+
+
 def table(rows: list[dict], cols: list[str]) -> str:
     widths = {c: max(len(c), *(len(str(r.get(c, ""))) for r in rows)) for c in cols}
     line = "  ".join(c.ljust(widths[c]) for c in cols)

@@ -1,13 +1,16 @@
-"""Time analysis.py on realistic synthetic exports at 1× and 10× the real size.
+"""Time analysis.py on realistic synthetic exports at 1×, 10× and 30× the real size, against
+the import floor F measured in the same run.
 
-    uv run bench/bench_analysis.py            # 1× and 10×
+    uv run bench/bench_analysis.py            # 1×, 10× and 30×
     uv run bench/bench_analysis.py --scales 1
 
 1× ≈ 24,000 emo + 34,000 dim rows (the size of the real exports, on which upstream's script
-takes ~41 s on these 2-core machines). Prints, per scale: rows, wall time of the whole
-`python analysis.py` process (interpreter start and imports included), peak memory, rows per
-second and the growth relative to 1×, for `--no-figures` (the computation) and, in the last
-column, with figures. Targets: ≤ 2 s at 1×; ≤ 20 s and ≤ 2 GB at 10×.
+takes ~41 s on these 2-core machines). Prints the machine's speed line, F (the wall time of
+``import pandas, matplotlib.figure, matplotlib.backends.backend_agg``), then per scale: rows,
+wall time of the whole `python analysis.py` process (interpreter start and imports included)
+with and without figures, each also as a multiple of F, peak memory, and each phase's time
+(`--timings`) with its growth against 1×. Targets (issue 18): at 1× the default ≤ 2.8 F and
+--no-figures ≤ 1.6 F; at 10× --no-figures ≤ 14 F and ≤ 1 GB, every phase within 12× its 1× time.
 """
 
 import argparse
@@ -16,19 +19,23 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _measure import compile_package, measure, table  # noqa: E402
+from _measure import compile_package, import_floor, machine_speed, measure, table, timings  # noqa: E402
 from synth import write_exports  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
+PHASES = ("start", "load", "analyse", "figures", "write")
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--scales", type=float, nargs="+", default=[1, 10])
+    p.add_argument("--scales", type=float, nargs="+", default=[1, 10, 30])
     p.add_argument("--repeat", type=int, default=3, help="runs per scale; the best wall time is reported")
     args = p.parse_args()
     compile_package()
-    rows = []
+    print(machine_speed())
+    floor = import_floor()
+    print(f"F (import floor) = {floor:.3f} s")
+    rows, phase_rows = [], []
     with tempfile.TemporaryDirectory() as tmp:
         for scale in args.scales:
             root = Path(tmp) / f"x{scale:g}"
@@ -36,22 +43,26 @@ def main() -> None:
             n = sum(counts.values())
             cmd = [sys.executable, str(REPO / "analysis.py"), "--annotations-root", str(root / "annotations"),
                    "--output-root", str(root / "out")]
-            runs = [measure(cmd + ["--no-figures"]) for _ in range(args.repeat)]
+            repeat = args.repeat if scale <= 10 else 1
+            runs = [measure(cmd + ["--no-figures"]) for _ in range(repeat)]
             best = min(runs, key=lambda r: r["wall"])
-            with_figures = min(measure(cmd)["wall"] for _ in range(args.repeat))
-            rows.append({"scale": f"{scale:g}x", "emo rows": counts["emolia-emo"], "dim rows": counts["emolia-dim"],
-                         "wall s": f"{best['wall']:.2f}", "peak MB": f"{max(r['peak_mb'] for r in runs):.0f}",
-                         "rows/s": f"{n / best['wall']:,.0f}", "with figures s": f"{with_figures:.2f}",
-                         "_wall": best["wall"], "_n": n})
+            default = min(measure(cmd)["wall"] for _ in range(repeat))
+            phase = min((timings(cmd) for _ in range(repeat)), key=lambda t: sum(t.values()))
+            rows.append({"scale": f"{scale:g}x", "rows": f"{n:,}", "--no-figures s": f"{best['wall']:.2f}",
+                         "= F": f"{best['wall'] / floor:.2f}", "default s": f"{default:.2f}",
+                         "default = F": f"{default / floor:.2f}", "peak MB": f"{max(r['peak_mb'] for r in runs):.0f}",
+                         "_wall": best["wall"], "_n": n, "_phase": phase})
     base = rows[0]
     for r in rows:
         r["time vs 1x"] = f"{r['_wall'] / base['_wall']:.1f}x for {r['_n'] / base['_n']:.0f}x rows"
-        r["vs upstream ~41 s"] = f"{41 / r['_wall']:.0f}x faster" if r is base else ""
-    print(f"analysis.py, both subsets, best of {args.repeat} (python {sys.version.split()[0]})")
-    print(table(rows, ["scale", "emo rows", "dim rows", "wall s", "peak MB", "rows/s", "time vs 1x", "vs upstream ~41 s",
-                       "with figures s"]))
-    print("wall s, peak MB, rows/s: analysis.py --no-figures (the computation; targets apply here); "
-          "'with figures s' adds the PNGs, mostly matplotlib's ~1 s import")
+        phase_rows.append({"scale": r["scale"], **{k: f"{r['_phase'].get(k, 0):.3f}" for k in PHASES},
+                           "growth vs 1x": ", ".join(f"{k} {r['_phase'].get(k, 0) / max(base['_phase'].get(k, 0), 1e-9):.1f}x"
+                                                     for k in PHASES if k in base["_phase"])})
+    print(f"analysis.py, both subsets, best of {args.repeat} (30x: one run) (python {sys.version.split()[0]})")
+    print(table(rows, ["scale", "rows", "--no-figures s", "= F", "default s", "default = F", "peak MB", "time vs 1x"]))
+    print("targets: 1x default <= 2.8 F, 1x --no-figures <= 1.6 F; 10x --no-figures <= 14 F and <= 1000 MB")
+    print("\nseconds per phase (--timings, with figures; best of the runs), and growth against 1x (target at 10x: <= 12x)")
+    print(table(phase_rows, ["scale", *PHASES, "growth vs 1x"]))
 
 
 if __name__ == "__main__":

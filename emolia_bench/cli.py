@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable
+from contextlib import contextmanager
 
 from .errors import InputError
 
@@ -23,3 +25,25 @@ def run(main: Callable[[], int | None]) -> None:
         print("interrupted; previous outputs are left as they were", file=sys.stderr)
         sys.exit(130)
     sys.exit(code or EXIT_OK)
+
+
+class Phases:
+    """Wall seconds per phase of a script's run, printed to stderr with ``--timings`` (what the
+    bench scripts read to check how each phase grows with the data)."""
+
+    def __init__(self, enabled: bool, started: float | None = None):
+        self.enabled, self.seconds = enabled, {}
+        if started is not None:  # time spent before main() (imports of the script's own modules)
+            self.seconds["start"] = time.perf_counter() - started
+
+    @contextmanager
+    def __call__(self, name: str):
+        t = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - t
+
+    def report(self) -> None:
+        if self.enabled:
+            print("timings: " + ", ".join(f"{k} {v:.3f} s" for k, v in self.seconds.items()), file=sys.stderr)
