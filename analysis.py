@@ -71,7 +71,7 @@ def main() -> int:
             users = load_users(folder / "users.csv")
             flags = load_flags(folder / "flags.csv", subset) if subset.has_flags else None
             loaded.append((subset, annotations, users, flags))
-    unknown = set(excluded) - set().union(*(set(ann["username"]) for _, ann, _, _ in loaded))
+    unknown = set(excluded) - set().union(*(set(ann["username"].unique()) for _, ann, _, _ in loaded)) if excluded else set()
     if unknown:
         raise InputError("--exclude-raters", f"no rater named {', '.join(sorted(unknown))} in the annotations; "
                                              "expected usernames as they appear in annotations.csv")

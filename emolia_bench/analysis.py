@@ -68,7 +68,7 @@ def analyze_subset(subset: Subset, ann: pd.DataFrame, users: pd.DataFrame, flags
     """Everything analysis.py writes for one subset. ``exclude_raters``: usernames whose votes
     are dropped before anything is computed (recorded in summary.json); ``dataset_root``: where
     clip durations are looked up for the rater profiles (optional)."""
-    excluded = sorted(set(exclude_raters) & set(ann["username"]))
+    excluded = sorted(set(exclude_raters) & set(ann["username"].unique())) if exclude_raters else []
     if excluded:
         ann = ann[~ann["username"].isin(excluded)].reset_index(drop=True)
     clean = clean_annotations(ann, subset)
