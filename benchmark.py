@@ -63,7 +63,8 @@ def main() -> int:
                    help="omit audio_base64 from requests (for servers that read clips from their own dataset root)")
     g.add_argument("--workers", type=int, default=64,
                    help="the most concurrent requests (default: 64); how many are in flight adapts below it: it climbs "
-                        "from 8 while throughput rises and halves on 429, 5xx and timeouts")
+                        "from 8 while throughput rises and halves when over a fifth of requests meet overload (429, 502-504, "
+                        "timeouts)")
     g.add_argument("--max-retries", type=int, default=16,
                    help="retries per request on timeouts, connection errors, 429, 5xx and bad bodies (default: 16: "
                         "a 50%% fault rate still finishes)")

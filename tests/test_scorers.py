@@ -78,14 +78,22 @@ def test_adaptive_limit_climbs_while_throughput_rises_holds_at_a_plateau_and_hal
     # the server saturates: 27 in 0.375 s is 72/s again, no 5 % gain -> held at 27
     finish(limit, 27, 0.375, clock)
     assert limit.limit == 27
-    # a 429 halves at once; a burst of them in the same window is one step down
-    finish(limit, 3, 0.01, clock, outcome="overload")
-    assert limit.limit == 13
+    # a window with one overload in 27 (4 %) and a 5 % gain still grows: scattered faults do not pin it
+    finish(limit, 26, 0.26, clock)
+    finish(limit, 1, 0.01, clock, outcome="overload")
+    assert limit.limit == 40
+    # a window where over a fifth meet overload halves, once, however many failed
+    finish(limit, 30, 0.3, clock)
+    finish(limit, 10, 0.1, clock, outcome="overload")
+    assert limit.limit == 20
+    # a 500 or a bad body says nothing about load: a window of them neither grows nor halves
+    finish(limit, 20, 0.4, clock, outcome="other")
+    assert limit.limit == 20
     # it never passes the ceiling, and keeps its peak
     small = AdaptiveLimit(ceiling=10, start=8, window_seconds=0.0, clock=clock)
     for _ in range(5):
         finish(small, 10, 0.1 * (_ + 1) ** -1, clock)
-    assert small.limit == 10 and small.peak == 10 and limit.peak == 27
+    assert small.limit == 10 and small.peak == 10 and limit.peak == 40
 
 
 def test_adaptive_concurrency_backs_off_a_server_that_allows_four_at_a_time(tmp_path):

@@ -9,7 +9,8 @@ Design, in the order a request meets it:
   connections (:class:`Transport`: http.client, ~0.1 ms of CPU per request); memory holds at most a
   few clips' payloads at a time. How many requests are in flight is adaptive
   (:class:`AdaptiveLimit`): it climbs from 8 while throughput rises and the server answers
-  cleanly, halves on 429, 5xx and timeouts, and never exceeds ``workers``.
+  cleanly, halves when over a fifth of a window's requests meet overload (429, 502–504, timeouts,
+  refused connections), and never exceeds ``workers``.
 * each request goes to the replica with the fewest requests in flight; a replica that fails
   several times in a row is taken out of rotation for a cool-down.
 * timeouts, connection errors, 5xx, 429 (honouring ``Retry-After``) and unparseable bodies
@@ -139,14 +140,22 @@ class ReplicaPool:
 class AdaptiveLimit:
     """How many requests may be in flight, found while the run goes (at most ``ceiling``).
 
-    It starts at ``start`` and works in windows of completed requests (at least ``max(limit, 8)``
-    and 0.2 s). A window without a failure whose throughput beat the last one's by 5 % raises the
-    limit by half (the server keeps up: try more); a window that did not is kept (the server is
-    the bottleneck: more would only queue there). A 429, a 5xx, a timeout or a dropped
-    connection halves the limit at once (at most once per window, so one burst of failures is
-    one step down) — additive-free AIMD, since the rows of a run are few enough that a quick
-    climb matters more than a smooth one. ``Retry-After`` is honoured by the request that got
-    it (it waits that long before its retry, without holding a slot)."""
+    It starts at ``start`` and judges windows of finished requests (at least ``max(limit, 8)``
+    of them and ``window_seconds``). A request ends ``ok`` (an answer; a 4xx too: the server is
+    fine), ``overload`` (429, 502–504, a timeout, a refused or dropped connection: the server
+    cannot keep up) or ``other`` (a 500 or an unusable body: says nothing about load). At the end
+    of a window:
+
+    * more than 20 % overloads: the limit halves (multiplicative decrease; one step per window,
+      however many failed in it);
+    * at most 10 % overloads and throughput up by 5 % on the last window: the limit grows by half
+      (the server keeps up: try more);
+    * otherwise it stays (the server is the bottleneck: more would only queue there).
+
+    Judging shares rather than single failures keeps scattered faults (a flaky server failing
+    one request in twenty) from pinning the limit at 1, while a server that refuses whatever
+    exceeds its capacity is followed down within a window or two. ``Retry-After`` is honoured by
+    the request that got it (it waits that long before its retry, without holding a slot)."""
 
     def __init__(self, ceiling: int, start: int = 8, window_seconds: float = 0.2, clock=time.monotonic):
         self.clock = clock
@@ -156,7 +165,8 @@ class AdaptiveLimit:
         self.in_flight = 0
         self.peak = self.limit
         self._cond = threading.Condition()
-        self._window_start, self._window_done, self._window_failed = clock(), 0, False
+        self._window_start = clock()
+        self._done = self._ok = self._overloaded = 0
         self._last_rate: float | None = None
 
     def acquire(self) -> None:
@@ -166,27 +176,24 @@ class AdaptiveLimit:
             self.in_flight += 1
 
     def release(self, outcome: str) -> None:
-        """``outcome``: ``ok`` (an answer, also a 4xx: the server is fine), ``overload`` (429,
-        5xx, timeout, connection error) or ``other`` (a bad body: says nothing about load)."""
+        """``outcome``: ``ok``, ``overload`` or ``other`` (see the class docstring)."""
         with self._cond:
             self.in_flight -= 1
+            self._done += 1
+            self._ok += outcome == "ok"
+            self._overloaded += outcome == "overload"
             now = self.clock()
-            if outcome == "overload":
-                if not self._window_failed:
-                    self.limit = max(1, self.limit // 2)
-                    self._window_failed = True
-                    self._last_rate = None  # the rate after a cut is a new baseline
-            elif outcome == "ok":
-                self._window_done += 1
             elapsed = now - self._window_start
-            if self._window_done >= max(self.limit, 8) and elapsed >= self.window_seconds or \
-                    (self._window_failed and elapsed >= self.window_seconds):
-                rate = self._window_done / elapsed
-                if not self._window_failed and (self._last_rate is None or rate >= 1.05 * self._last_rate):
+            if self._done >= max(self.limit, 8) and elapsed >= self.window_seconds:
+                share, rate = self._overloaded / self._done, self._ok / elapsed
+                if share > 0.2:
+                    self.limit = max(1, self.limit // 2)
+                    rate = None  # the rate after a cut is a new baseline
+                elif share <= 0.1 and rate > 0 and (self._last_rate is None or rate >= 1.05 * self._last_rate):
                     self.limit = min(self.ceiling, self.limit + max(1, self.limit // 2))
                     self.peak = max(self.peak, self.limit)
-                self._last_rate = rate if not self._window_failed else None
-                self._window_start, self._window_done, self._window_failed = now, 0, False
+                self._last_rate = rate
+                self._window_start, self._done, self._ok, self._overloaded = now, 0, 0, 0
             self._cond.notify_all()
 
 
@@ -415,6 +422,7 @@ class EndpointScorer(Scorer):
                 elif status == 429 or status >= 500:
                     last = f"HTTP {status}"
                     wait = retry_after_seconds(headers.get("Retry-After"))
+                    outcome = "overload" if status in (429, 502, 503, 504) else "other"
                 elif status >= 400:
                     pool.release(i, ok=True)  # the replica is healthy; the request is wrong
                     limit.release("ok")
