@@ -86,9 +86,13 @@ def test_adaptive_limit_climbs_while_throughput_rises_holds_at_a_plateau_and_hal
     finish(limit, 30, 0.3, clock)
     finish(limit, 10, 0.1, clock, outcome="overload")
     assert limit.limit == 20
+    # ... and the halving helped (no overloads after it): it is not undone, and with the rate
+    # baseline reset this clean window grows it again, by half
+    finish(limit, 20, 0.4, clock)
+    assert limit.limit == 30 and limit.baseline == 0
     # a 500 or a bad body says nothing about load: a window of them neither grows nor halves
-    finish(limit, 20, 0.4, clock, outcome="other")
-    assert limit.limit == 20
+    finish(limit, 30, 0.4, clock, outcome="other")
+    assert limit.limit == 30
     # it never passes the ceiling, and keeps its peak
     small = AdaptiveLimit(ceiling=10, start=8, window_seconds=0.0, clock=clock)
     for _ in range(5):
@@ -183,3 +187,31 @@ def test_an_http_proxy_from_the_environment_carries_the_requests(tmp_path, monke
     assert list(result.similarity) == [sham_similarity("a", p) for p in ("calm", "tense", "sad")]
     token = "Basic " + base64.b64encode(b"user:secret").decode()
     assert sorted(seen) == [(url, token)] * 3  # absolute-form target, credentials sent
+
+
+def test_adaptive_limit_undoes_a_halving_that_did_not_help_a_flaky_server():
+    """A server failing 30 % of requests (overload-like) whatever the concurrency: the first
+    halving is undone when the share stays, that share becomes tolerated, and the limit is not
+    pinned low."""
+    import pytest
+
+    from emolia_bench.scorers.endpoint import AdaptiveLimit
+
+    clock = Clock()
+    limit = AdaptiveLimit(ceiling=64, start=32, window_seconds=0.2, clock=clock)
+
+    def window(seconds):
+        """One window of exactly ``limit`` requests, 3 in every 10 an overload, spread evenly."""
+        n = limit.limit
+        for i in range(n):
+            limit.acquire()
+            clock.now += seconds / n
+            limit.release("overload" if i % 10 in (2, 5, 8) else "ok")
+
+    window(0.25)  # 30 % > 20 %: halved to 16
+    assert limit.limit == 16
+    window(0.25)  # still 30 %: the halving did not help -> back to 32, 30 % tolerated from now on
+    assert limit.limit == 32 and limit.baseline == pytest.approx(0.3, abs=0.05)
+    for k in range(3):  # throughput rising at the tolerated share: it climbs again, to the ceiling
+        window(0.25 / (k + 1))
+    assert limit.limit == 64
