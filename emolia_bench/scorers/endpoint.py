@@ -59,6 +59,8 @@ JSON_HEADERS = {"Content-Type": "application/json"}
 WORKERS = 64
 # where the adaptive limit starts
 ADAPTIVE_START = 8
+# the largest response body read (an answer is a few dozen bytes)
+MAX_RESPONSE_BYTES = 1 << 20
 
 
 class BadResponse(Exception):
@@ -301,7 +303,11 @@ class Transport:
             try:
                 conn.request("POST", target, body, headers)
                 resp = conn.getresponse()
-                data = resp.read()
+                # an answer is a few bytes; a server streaming more is not read into memory
+                data = resp.read(MAX_RESPONSE_BYTES + 1)
+                if len(data) > MAX_RESPONSE_BYTES:
+                    conn.close()
+                    raise UnusableAnswer(f"response body over {MAX_RESPONSE_BYTES // 1024} KiB")
             except (self.http.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
                 conn.close()
                 if reused and attempt == 0:  # the server closed an idle kept-alive connection
@@ -310,7 +316,7 @@ class Transport:
             except BaseException:
                 conn.close()
                 raise
-            if resp.will_close:
+            if resp.will_close or not resp.isclosed():  # (unread rest: the connection cannot be reused)
                 conn.close()
             return resp.status, resp.headers, data
 
@@ -325,9 +331,17 @@ class Transport:
             location = headers_in.get("Location")
             if status in (301, 302, 303, 307, 308) and location:
                 url = urljoin(url, location)
+                try:
+                    parsed = urlparse(url)
+                    parsed.port  # noqa: B018 - raises ValueError for a port that is not a number
+                    ok = parsed.scheme in self.classes and bool(parsed.hostname)
+                except ValueError:  # a bad port, a malformed IPv6 host
+                    ok = False
+                if not ok:
+                    raise UnusableAnswer(f"redirect to an unusable URL: {location[:100]!r}")
                 continue
             return status, headers_in, data
-        raise BadRedirect(f"more than {self.MAX_REDIRECTS} redirects")
+        raise UnusableAnswer(f"more than {self.MAX_REDIRECTS} redirects")
 
     def reset(self) -> None:
         """Close every connection (after a request was cut: its socket is shut)."""
@@ -337,8 +351,9 @@ class Transport:
     close = reset
 
 
-class BadRedirect(Exception):
-    pass
+class UnusableAnswer(Exception):
+    """The server answered, but with nothing usable: a redirect loop or to a non-HTTP URL, or a
+    body too large to be an answer."""
 
 
 @dataclass
@@ -413,7 +428,7 @@ class EndpointScorer(Scorer):
             deadlines.arm(key, self.timeout)
             try:
                 status, headers, data = transport.post(i, self.urls[i], task.body)
-            except BadRedirect as e:
+            except UnusableAnswer as e:
                 deadlines.disarm(key)
                 self._count("requests")
                 pool.release(i, ok=True)
