@@ -44,9 +44,8 @@ class GroupedRanks:
         group_start = np.flatnonzero(np.r_[True, g[1:] != g[:-1]]) if len(g) else np.empty(0, np.int64)
         #: the sorted rows' group boundaries (for sums by group in sorted order)
         self.group_start = group_start
-        # each level's group, as the index of its group's first level (to subtract what lies before it)
+        # each group's first level (what lies before it belongs to other groups)
         self.first_level = self.level_of[group_start]
-        self.level_group = np.repeat(np.arange(len(group_start)), np.diff(np.r_[self.first_level, len(self.level_start)]))
         self.row_level = np.empty(len(v), np.int64)
         self.row_level[self.order] = self.level_of
         # Few levels (a rating, a mean of ratings): a resample's level weights are the clips' counts

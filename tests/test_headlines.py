@@ -8,7 +8,7 @@ import pytest
 from scipy.stats import spearmanr
 from sklearn.metrics import roc_auc_score
 
-from emolia_bench.ranking import auroc_with_intervals, spearman_with_interval
+from emolia_bench.ranking import GroupedRanks, auroc_with_intervals, spearman_by_group, spearman_with_interval
 from emolia_bench.resampling import percentile_interval
 from emolia_bench.subsets import EMO
 from emolia_bench.thresholds import clip_folds, cv_thresholds
@@ -86,6 +86,26 @@ def test_spearman_equals_scipy_on_the_data_and_on_each_resample():
     times = explicit_clip_resamples(clip_ids.max() + 1, 120, seed=4)[:, clip_ids]
     want = [spearmanr(np.repeat(x, w), np.repeat(y, w))[0] for w in times]
     assert got["ci95"] == pytest.approx(percentile_interval(np.array(want)), abs=1e-12)
+
+
+def test_spearman_by_group_equals_scipy_within_each_group_on_each_resample():
+    # three groups; y a mean rating with 3 levels (so its ranks come from the clips' counts summed
+    # by level: 9 levels for 240 rows), x rounded (ties, ranked through the sorted rows)
+    rng = np.random.default_rng(8)
+    n = 240
+    clip = rng.integers(0, 70, n)
+    clip_ids = pd.factorize(clip.astype(str), sort=True)[0]
+    group = rng.choice(["g1", "g2", "g3"], n)
+    x = np.round(rng.normal(size=n), 1)
+    y = rng.integers(0, 3, n) / 2
+    assert GroupedRanks(y, np.zeros(n, np.int64), clip_ids).level_weights is not None  # the path under test
+    got = spearman_by_group(x, y, clip.astype(str), group, seed=2, draws=60)
+    times = explicit_clip_resamples(clip_ids.max() + 1, 60, seed=2)[:, clip_ids]
+    for entry in got:
+        g = group == entry["group"]
+        assert entry["rho"] == pytest.approx(spearmanr(x[g], y[g])[0], abs=1e-12) and entry["n"] == g.sum()
+        want = [spearmanr(np.repeat(x[g], w[g]), np.repeat(y[g], w[g]))[0] for w in times]
+        assert entry["ci95"] == pytest.approx(percentile_interval(np.array(want)), abs=1e-12)
 
 
 def test_graded_targets_and_the_human_reference_by_hand():
