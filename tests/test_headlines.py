@@ -8,7 +8,12 @@ import pytest
 from scipy.stats import spearmanr
 from sklearn.metrics import roc_auc_score
 
-from emolia_bench.ranking import GroupedRanks, auroc_with_intervals, spearman_by_group, spearman_with_interval
+from emolia_bench.ranking import (
+    GroupedRanks,
+    auroc_with_intervals,
+    spearman_by_group,
+    spearman_with_interval,
+)
 from emolia_bench.resampling import percentile_interval
 from emolia_bench.subsets import EMO
 from emolia_bench.thresholds import clip_folds, cv_thresholds
