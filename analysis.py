@@ -61,6 +61,15 @@ def main() -> int:
     from emolia_bench.subsets import subsets_to_run
 
     phases = Phases(args.timings, STARTED)
+    from emolia_bench.figures import (
+        Drawer,
+        analysis_links,
+        figure_inputs,
+        overview_figures,
+        subset_agreement_figures,
+    )
+
+    drawer = Drawer(enabled=not args.no_figures)  # imports matplotlib while the statistics are computed
     loaded = []
     with phases("load"):
         chosen = subsets_to_run(args.subsets, args.annotations_root, "annotations.csv")
@@ -75,17 +84,16 @@ def main() -> int:
     if unknown:
         raise InputError("--exclude-raters", f"no rater named {', '.join(sorted(unknown))} in the annotations; "
                                              "expected usernames as they appear in annotations.csv")
-    with phases("analyse"):
-        results = [analyze_subset(subset, annotations, users, flags, seed=args.seed, draws=args.bootstrap_draws,
-                                  min_items=args.min_items, exclude_raters=excluded, dataset_root=args.dataset_root)
-                   for subset, annotations, users, flags in loaded]
-
+    results, drawings = [], []
+    for subset, annotations, users, flags in loaded:
+        with phases("analyse"):
+            r = analyze_subset(subset, annotations, users, flags, seed=args.seed, draws=args.bootstrap_draws,
+                               min_items=args.min_items, exclude_raters=excluded, dataset_root=args.dataset_root)
+        results.append(r)
+        if not args.no_figures:  # its charts drawn in the helper process while the next subset is analysed
+            drawings.append((subset.name, drawer.submit(subset_agreement_figures, figure_inputs(r))))
+    overview = None if args.no_figures else drawer.submit(overview_figures, [r.summary for r in results])
     outputs, links = {}, {}
-    if not args.no_figures:
-        with phases("figures"):
-            from emolia_bench.figures import analysis_figures
-
-            outputs, links = analysis_figures(results)
     with phases("write"):
         for r in results:
             name = r.subset.name
@@ -96,7 +104,14 @@ def main() -> int:
             outputs[f"{name}/raters.csv"] = csv_bytes(r.raters)
             outputs[f"{name}/votes.csv"] = csv_bytes(r.votes)
             outputs[f"{name}/summary.json"] = json_bytes(r.summary)
-            outputs[f"{name}/report.md"] = subset_section(r, level=1, figures=links.get(name)).encode()
+    if overview is not None:
+        with phases("figures"):  # what is left of the drawing once the tables are ready
+            pngs, links = analysis_links(drawer.result(overview), [(n, drawer.result(d)) for n, d in drawings])
+            outputs.update(pngs)
+        drawer.close()
+    with phases("write"):
+        for r in results:
+            outputs[f"{r.subset.name}/report.md"] = subset_section(r, level=1, figures=links.get(r.subset.name)).encode()
         outputs["report.md"] = analysis_report(results, figures=links.get("report")).encode()
         write_outputs(args.output_root, outputs)
     phases.report()

@@ -160,6 +160,9 @@ def main() -> int:
 
     # Load and select every subset before scoring, so bad input stops the run before any work.
     phases = Phases(args.timings, STARTED)
+    from emolia_bench.figures import Drawer, benchmark_figures, figure_inputs
+
+    drawer = Drawer(enabled=not args.no_figures)  # imports matplotlib while the subsets are scored
     plans = []
     chosen = subsets_to_run(args.subset, args.analysis_root, "benchmark_labels.csv")
     templates = templates_by_subset(args.prompt_template, chosen)  # each template to the subset whose field it names
@@ -174,7 +177,7 @@ def main() -> int:
             rows = build_rows(kept, subset, args.dataset_root, (templates[subset.name] or [None])[0])
             plans.append((subset, rows, stats, votes, human))
 
-    results, failed = [], 0
+    results, drawings, failed = [], [], 0
     for subset, rows, stats, votes, human in plans:
         with phases("score"):
             with_audio = rows[rows["scorable"]]
@@ -190,16 +193,16 @@ def main() -> int:
                          templates=templates[subset.name])
         results.append(r)
         failed += r.summary["evaluation_errors"]
+        # drawn in the helper process while the next subset is scored and evaluated
+        drawings.append(None if args.no_figures else drawer.submit(benchmark_figures, figure_inputs(r), r.truth, r.scores))
 
     outputs = {}
-    for r in results:
+    for r, drawing in zip(results, drawings, strict=True):
         name = r.subset.name
         links = None
-        if not args.no_figures:
-            with phases("figures"):
-                from emolia_bench.figures import benchmark_figures
-
-                pngs, links = benchmark_figures(r, r.truth, r.scores)
+        if drawing is not None:
+            with phases("figures"):  # what is left of the drawing by now
+                pngs, links = drawer.result(drawing)
                 outputs.update({f"{name}/{file}": data for file, data in pngs.items()})
         with phases("write"):
             outputs[f"{name}/predictions.csv"] = csv_bytes(r.predictions)
@@ -207,6 +210,7 @@ def main() -> int:
                 outputs[f"{name}/{file}"] = csv_bytes(table)
             outputs[f"{name}/summary.json"] = json_bytes(r.summary)
             outputs[f"{name}/report.md"] = benchmark_report(r, figures=links).encode()
+    drawer.close()
     with phases("write"):
         write_outputs(args.output_dir, outputs)
     phases.report()

@@ -76,3 +76,21 @@ def test_no_figures_option(tmp_path):
     assert run_script("analysis.py", "--no-figures", cwd=tmp_path).returncode == 0
     assert not list((tmp_path / "analysis_outputs").rglob("*.png"))
     assert "![" not in (tmp_path / "analysis_outputs/report.md").read_text()
+
+
+def test_the_drawing_process_gives_the_bytes_of_an_in_process_call_and_falls_back_when_it_dies():
+    from emolia_bench.figures import Drawer, overview_figures
+
+    summaries = [{"subset": "emolia-emo", "rater_coverage": {"1": 3, "3": 40},
+                  "agreement": {"human_pairwise_accuracy": 0.7, "human_pairwise_accuracy_ci95": [0.6, 0.8],
+                                "human_loo_accuracy": 0.75, "human_loo_accuracy_ci95": [0.7, 0.8]}}]
+    local = overview_figures(summaries)
+    drawer = Drawer()
+    try:
+        assert drawer.result(drawer.submit(overview_figures, summaries)) == local
+        # the helper dies (its pool is shut down under it): the batch is drawn here instead
+        drawer.pool.shutdown(wait=True)
+        assert drawer.result(drawer.submit(overview_figures, summaries)) == local
+    finally:
+        drawer.close()
+    assert Drawer(enabled=False).pool is None  # --no-figures starts nothing
