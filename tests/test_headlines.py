@@ -79,33 +79,26 @@ def test_auroc_and_macro_auroc_equal_scikit_learn_on_the_data_and_on_each_resamp
     assert got["macro_auroc_ci95"] == pytest.approx(percentile_interval(np.array(macro)), abs=1e-12)
 
 
-def test_spearman_equals_scipy_on_the_data_and_on_each_resample():
-    rng = np.random.default_rng(6)
-    n = 80
-    clip = rng.integers(0, 30, n)
+@pytest.mark.parametrize("groups", [1, 3])
+def test_spearman_equals_scipy_within_each_group_on_the_data_and_on_each_resample(groups):
+    # y a mean rating with 3 levels: few levels, so its ranks come from the clips' counts summed by
+    # level (the assertion below checks that path is the one taken); x rounded: ties, ranked
+    # through the sorted rows. One group goes through spearman_with_interval, three through
+    # spearman_by_group; each group's figures must equal scipy's on its rows, resample by resample.
+    rng = np.random.default_rng(6 + groups)
+    n = 80 * groups
+    clip = rng.integers(0, 25 * groups, n)
     clip_ids = pd.factorize(clip.astype(str), sort=True)[0]
-    x = np.round(rng.normal(size=n), 1)
-    y = rng.integers(0, 3, n) / 2  # a mean rating with many ties
-    got = spearman_with_interval(x, y, clip.astype(str), seed=4, draws=120)
-    assert got["rho"] == pytest.approx(spearmanr(x, y)[0], abs=1e-12) and got["n"] == n
-    times = explicit_clip_resamples(clip_ids.max() + 1, 120, seed=4)[:, clip_ids]
-    want = [spearmanr(np.repeat(x, w), np.repeat(y, w))[0] for w in times]
-    assert got["ci95"] == pytest.approx(percentile_interval(np.array(want)), abs=1e-12)
-
-
-def test_spearman_by_group_equals_scipy_within_each_group_on_each_resample():
-    # three groups; y a mean rating with 3 levels (so its ranks come from the clips' counts summed
-    # by level: 9 levels for 240 rows), x rounded (ties, ranked through the sorted rows)
-    rng = np.random.default_rng(8)
-    n = 240
-    clip = rng.integers(0, 70, n)
-    clip_ids = pd.factorize(clip.astype(str), sort=True)[0]
-    group = rng.choice(["g1", "g2", "g3"], n)
+    group = rng.choice([f"g{k}" for k in range(groups)], n)
     x = np.round(rng.normal(size=n), 1)
     y = rng.integers(0, 3, n) / 2
-    assert GroupedRanks(y, np.zeros(n, np.int64), clip_ids).level_weights is not None  # the path under test
-    got = spearman_by_group(x, y, clip.astype(str), group, seed=2, draws=60)
-    times = explicit_clip_resamples(clip_ids.max() + 1, 60, seed=2)[:, clip_ids]
+    assert GroupedRanks(y, np.zeros(n, np.int64), clip_ids).level_weights is not None
+    if groups == 1:
+        got = [{"group": "g0", **spearman_with_interval(x, y, clip.astype(str), seed=4, draws=80)}]
+    else:
+        got = spearman_by_group(x, y, clip.astype(str), group, seed=4, draws=80)
+    assert [g["group"] for g in got] == sorted(set(group))
+    times = explicit_clip_resamples(clip_ids.max() + 1, 80, seed=4)[:, clip_ids]
     for entry in got:
         g = group == entry["group"]
         assert entry["rho"] == pytest.approx(spearmanr(x[g], y[g])[0], abs=1e-12) and entry["n"] == g.sum()
