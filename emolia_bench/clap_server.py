@@ -78,7 +78,7 @@ def build_app(embedder, dataset_root: Path | None = None, max_batch: int = 8, ma
     from .scorers.clap import decode_audio, similarity_transform
 
     served = similarity  # (the route below is also called similarity)
-    transform = None if served == "cosine" else similarity_transform(embedder, served)
+    transform = similarity_transform(embedder, served)
     app = FastAPI(title="emolia-bench CLAP server")
 
     @app.middleware("http")

@@ -340,6 +340,5 @@ def figure_inputs(result) -> SimpleNamespace:
     """What the figures of one subset's analysis or benchmark result read — its summary, subset
     description and the small tables — without the row-level frames, so it travels to the
     drawing process cheaply."""
-    tables = {t.file: result.tables[t.file] for t in getattr(result.subset, "slice_tables", ())
-              if t.file in getattr(result, "tables", {})}
+    tables = {t.file: result.tables[t.file] for t in result.subset.slice_tables if t.file in result.tables}
     return SimpleNamespace(summary=result.summary, subset=result.subset, tables=tables)

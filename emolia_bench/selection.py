@@ -107,12 +107,13 @@ def apply_filters(labels: pd.DataFrame, f: Filters) -> tuple[pd.DataFrame, dict]
 
 def template_prompts(rows: pd.DataFrame, subset: Subset, dataset_root: Path,
                      templates: list[str] | None) -> list[pd.Series]:
-    """Each row's prompt under each template (one Series per template; upstream's prompt alone
-    when ``templates`` is None)."""
+    """Each row's prompt under each template (one Series per template): the first is the
+    ``prompt`` column :func:`build_rows` filled with ``templates[0]``, the others are filled
+    here (the rubric is read again only then)."""
+    if not templates or len(templates) == 1 or not len(rows):
+        return [rows["prompt"]] * max(1, len(templates or []))
     rubric = load_rubric(Path(dataset_root) / subset.rubric_file) if subset.rubric_file else None
-    if not len(rows):
-        return [pd.Series(dtype=object) for _ in templates or [None]]
-    return [subset.prompt(rows, rubric, t) for t in templates or [None]]
+    return [rows["prompt"], *(subset.prompt(rows, rubric, t) for t in templates[1:])]
 
 
 def build_rows(kept: pd.DataFrame, subset: Subset, dataset_root: Path, template: str | None = None) -> pd.DataFrame:

@@ -94,6 +94,14 @@ def _read_config(folder: Path) -> dict:
     return config if isinstance(config, dict) else {}
 
 
+def untrusted(model: str):
+    """The bad-input error for a checkpoint whose own code may not run (no --trust-remote-code)."""
+    from ..errors import InputError
+
+    return InputError("--clap-model", f"{model} ships its own modelling code (an auto_map in its config); loading it "
+                                      "runs that code on this machine, so it needs --trust-remote-code")
+
+
 def learned_logit(module) -> tuple[float, float] | None:
     """(scale, bias) of a SigLIP-style head: exactly one parameter or buffer named ``logit_scale``
     (holding log(scale)) and one named ``logit_bias`` anywhere in ``module``; None otherwise
@@ -184,7 +192,8 @@ class ClapEmbedder:
     """Loads a checkpoint once and embeds texts and clips in batches (used by the scorer and
     by clap_server.py)."""
 
-    def __init__(self, model: str, device: str = "auto", dtype: str = "float32", max_seconds: float = 10.0):
+    def __init__(self, model: str, device: str = "auto", dtype: str = "float32", max_seconds: float = 10.0,
+                 trust_remote_code: bool = False):  # (ClapModel is transformers' own code: nothing to trust)
         torch, transformers = require("torch", "transformers")
         self.torch = torch
         self.device, self.dtype = device_and_dtype(torch, device, dtype)
@@ -276,10 +285,7 @@ class RemoteCodeEmbedder:
                  trust_remote_code: bool = False):
         torch, transformers = require("torch", "transformers")
         if not trust_remote_code:
-            from ..errors import InputError
-
-            raise InputError("--clap-model", f"{model} ships its own modelling code (an auto_map in its config); loading "
-                                             "it runs that code on this machine, so it needs --trust-remote-code")
+            raise untrusted(model)
         self.torch = torch
         self.device, self.dtype = device_and_dtype(torch, device, dtype)
         self.model = transformers.AutoModel.from_pretrained(model, trust_remote_code=True).to(self.device, dtype=self.dtype).eval()
@@ -343,11 +349,8 @@ def load_embedder(model: str, backend: str = "auto", device: str = "auto", dtype
     from ..errors import InputError
 
     kind = resolve_backend(model, backend)
-    cls = EMBEDDERS[kind]
     try:
-        if cls is ClapEmbedder:
-            return cls(model, device, dtype, max_seconds)
-        return cls(model, device, dtype, max_seconds, trust_remote_code)
+        return EMBEDDERS[kind](model, device, dtype, max_seconds, trust_remote_code)
     except InputError:
         raise
     except Exception as e:  # noqa: BLE001 - whatever a loader raises (a bad path, no CUDA…) is one clean error
@@ -364,10 +367,7 @@ class ClapScorer(Scorer):
         self.model_id, self.device, self.dtype = model, device, dtype
         self.backend = resolve_backend(model, backend)
         if self.backend == "remote-code" and not trust_remote_code:  # refused before any work
-            from ..errors import InputError
-
-            raise InputError("--clap-model", f"{model} ships its own modelling code (an auto_map in its config); "
-                                             "loading it runs that code on this machine, so it needs --trust-remote-code")
+            raise untrusted(model)
         if similarity not in SIMILARITIES:
             raise ValueError(f"unknown similarity {similarity!r}")
         self.similarity, self.trust_remote_code = similarity, trust_remote_code

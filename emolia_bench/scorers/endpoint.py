@@ -101,6 +101,18 @@ def check_endpoint_url(url: str) -> str:
     return url
 
 
+def environment_proxies(url: str) -> dict:
+    """The proxies the environment sets for ``url`` (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``,
+    by scheme), or none when ``NO_PROXY`` exempts its host — resolved once per replica, with the
+    standard library's own reading of those variables."""
+    import urllib.request
+
+    host = urlparse(url).hostname or ""
+    if urllib.request.proxy_bypass(host):
+        return {}
+    return urllib.request.getproxies()
+
+
 class ReplicaPool:
     """Least-outstanding-requests choice over replicas, with a cool-down for failing ones."""
 
@@ -426,17 +438,16 @@ class EndpointScorer(Scorer):
             i = pool.acquire()
             wait, outcome = None, "overload"
             deadlines.arm(key, self.timeout)
+            self._count("requests")
             try:
                 status, headers, data = transport.post(i, self.urls[i], task.body)
             except UnusableAnswer as e:
                 deadlines.disarm(key)
-                self._count("requests")
                 pool.release(i, ok=True)
                 limit.release("other")
                 return None, f"bad response: {e}"
             except transport.errors as e:
                 cut = deadlines.disarm(key)
-                self._count("requests")
                 pool.release(i, ok=False)
                 limit.release("overload")
                 if cut or isinstance(e, TimeoutError):
@@ -445,7 +456,6 @@ class EndpointScorer(Scorer):
                     last = f"connection error: {type(e).__name__}"
             else:
                 cut = deadlines.disarm(key)
-                self._count("requests")
                 if cut:
                     transport.reset()  # its socket was shut down
                     last = f"timeout: no full answer within {self.timeout:g} s"
@@ -488,8 +498,6 @@ class EndpointScorer(Scorer):
     # -- the run ----------------------------------------------------------------------------
 
     def score(self, rows: pd.DataFrame, dataset_root: Path, progress=None) -> ScoreResult:
-        import requests
-
         n = len(rows)
         sims = np.full(n, np.nan)
         errors: list[str | None] = [None] * n
@@ -514,8 +522,7 @@ class EndpointScorer(Scorer):
                         progress.set_postfix(errors=n_errors[0], refresh=False)
                     progress.update(1)
 
-        # Proxy settings from the environment (HTTP(S)_PROXY, NO_PROXY), resolved once per replica.
-        self.proxies = [requests.utils.get_environ_proxies(u) for u in self.urls]
+        self.proxies = [environment_proxies(u) for u in self.urls]
         limit = AdaptiveLimit(self.workers, start=min(self.workers, ADAPTIVE_START))
         self.limit = limit
 
