@@ -8,6 +8,7 @@ reader forever, a device never ends).
 
 from __future__ import annotations
 
+import errno
 import functools
 import os
 import stat
@@ -23,21 +24,31 @@ def resolve_inside(root: Path, rel: str) -> Path:
     return Path(_resolve_inside(os.fspath(root), rel))
 
 
-def _resolve_inside(root: str, rel: str) -> str:
+def _split(rel: str) -> tuple[list[str], str]:
+    """``rel``'s folders and file name, or :class:`PathRefused`."""
     # plain string work: every clip of a run passes here (pathlib's parsing cost 3x as much)
     if not rel or "\x00" in rel or "\\" in rel:
         raise PathRefused("audio_path is empty or contains a forbidden character")
     parts = [p for p in rel.split("/") if p not in ("", ".")]  # as PurePosixPath splits it
     if rel.startswith("/") or ".." in parts or not parts:
         raise PathRefused("audio_path must be relative to the dataset root, without '..'")
-    real_root = _real_folder(root)
     *folders, name = parts
+    return folders, name
+
+
+def _inside(real: str, real_root: str) -> bool:
+    # both sides are normalised real paths, so "inside" is a prefix test on whole components
+    # (os.path.commonpath says the same at ~10x the cost)
+    return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
+
+
+def _resolve_inside(root: str, rel: str) -> str:
+    folders, name = _split(rel)
+    real_root = _real_folder(root)
     real = os.path.join(_real_folder(os.path.join(real_root, *folders)), name)
     if _is_link(real):  # the clip itself is always resolved afresh
         real = os.path.realpath(real)
-    # both sides are normalised real paths, so "inside" is a prefix test on whole components
-    # (os.path.commonpath says the same at ~10x the cost)
-    if not (real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)):
+    if not _inside(real, real_root):
         raise PathRefused("audio_path escapes the dataset root")
     return real
 
@@ -72,6 +83,43 @@ def clip_problem(root: Path, rel: str) -> str | None:
         kind = "a FIFO" if stat.S_ISFIFO(mode) else "a folder" if stat.S_ISDIR(mode) else "a device or socket"
         return f"audio_refused: {kind}, not a regular file"
     return None
+
+
+def clip_problems(root: Path, rels) -> dict[str, str | None]:
+    """:func:`clip_problem` of every clip in ``rels``, the same answers, with one listing per
+    folder instead of two system calls per clip: a clip its folder lists as a regular file (not
+    a link) in a folder inside the root is readable; a name the folder does not list is missing;
+    anything else (a link, a FIFO, an unlistable folder) goes through :func:`clip_problem`.
+    (benchmark.py, 31k clips in 58 folders: 0.59 s → see the README's Performance section.)"""
+    root = os.fspath(root)
+    out: dict[str, str | None] = {}
+    by_folder: dict[tuple[str, ...], list[tuple[str, str]]] = {}
+    for rel in rels:
+        try:
+            folders, name = _split(rel)
+        except PathRefused as e:
+            out[rel] = f"audio_refused: {e}"
+            continue
+        by_folder.setdefault(tuple(folders), []).append((rel, name))
+    real_root = _real_folder(root)
+    for folders, clips in by_folder.items():
+        folder = _real_folder(os.path.join(real_root, *folders))
+        listed = None
+        if _inside(folder, real_root):
+            try:
+                with os.scandir(folder) as entries:
+                    listed = {e.name: e for e in entries}
+            except OSError:
+                pass
+        for rel, name in clips:
+            entry = None if listed is None else listed.get(name)
+            if listed is not None and entry is None:
+                out[rel] = f"audio_unreadable: {os.strerror(errno.ENOENT)}"
+            elif entry is not None and entry.is_file(follow_symlinks=False):
+                out[rel] = None
+            else:
+                out[rel] = clip_problem(Path(root), rel)
+    return out
 
 
 class ClipRefused(OSError):

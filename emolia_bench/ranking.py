@@ -56,6 +56,8 @@ class GroupedRanks:
             summer = group_summer(clip, self.row_level, [np.ones(len(v))], n_clips, len(self.level_start))
             self.level_weights = lambda wc: summer(wc)[0]
         self.clip_sorted = None if clip is None else clip[self.order]
+        #: the group of each tie level (levels are ordered by group)
+        self.level_group = g[self.level_start] if len(v) else np.empty(0, np.int64)
 
     def _level_ranks(self, level_w: np.ndarray) -> np.ndarray:
         """Each tie level's midrank (resamples × levels) from the levels' weights."""
@@ -106,9 +108,10 @@ def _auroc(ranks_pos_sum, w_pos, w_neg):
 
 
 def auroc_with_intervals(truth: np.ndarray, scores: np.ndarray, clips: np.ndarray, categories: np.ndarray,
-                         seed: int, draws: int) -> dict:
+                         seed: int, draws: int, path: str | None = None) -> dict:
     """``{"auroc", "auroc_ci95", "macro_auroc", "macro_auroc_ci95", "n_categories"}`` (module
-    docstring); values None where undefined."""
+    docstring); values None where undefined. ``path="rows"`` forces the row-by-row midranks even
+    for untied scores (for the tests: both computations give the same numbers)."""
     t = np.asarray(truth, dtype=np.float64)
     s = np.asarray(scores, dtype=np.float64)
     if len(t) == 0:
@@ -125,35 +128,138 @@ def auroc_with_intervals(truth: np.ndarray, scores: np.ndarray, clips: np.ndarra
     clip_sorted = clip[rows][ranks.order]
     starts = ranks.group_start
 
-    def statistic(ws):
-        wp = ws * pos
-        w_pos = _group_sums(wp, starts)
-        a = _auroc(_group_sums(wp * ranks.midranks_sorted(ws), starts), w_pos, _group_sums(ws, starts) - w_pos)
+    n_clips = int(clip.max()) + 1
+
+    def overall_and_macro(a):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             return np.column_stack([a[:, 0], np.nanmean(a[:, 1:], axis=1)])
 
-    full = statistic(np.ones((1, len(rows))))[0]
-    stats = map_chunks(lambda w: statistic(w[:, clip_sorted]), _clip_weights(len(rows), clip[rows], draws, seed))
+    if path == "rows":
+        def statistic(wc):  # the midrank of every row of every resample
+            ws = wc[:, clip_sorted]
+            wp = ws * pos
+            w_pos = _group_sums(wp, starts)
+            return overall_and_macro(_auroc(_group_sums(wp * ranks.midranks_sorted(ws), starts), w_pos,
+                                            _group_sums(ws, starts) - w_pos))
+    else:
+        def statistic(wc):  # the same sums from one running sum (_running_midranks); exact integers
+            ws = wc[:, clip_sorted]
+            r, w_all, before, _ = _running_midranks(ws, ranks)
+            ws *= pos
+            w_pos = _group_sums(ws, starts)
+            r *= pos
+            return overall_and_macro(_auroc(_group_sums(r, starts) - before * w_pos, w_pos, w_all - w_pos))
+
+    full = statistic(np.ones((1, n_clips)))[0]
+    stats = map_chunks(statistic, _clip_weights(len(rows), clip[rows], draws, seed))
     defined = [bool(t[cat == c].min() != t[cat == c].max()) for c in np.unique(cat)]
     return {"auroc": float(full[0]) if np.isfinite(full[0]) else None, "auroc_ci95": percentile_interval(stats[:, 0]),
             "macro_auroc": float(full[1]) if np.isfinite(full[1]) else None,
             "macro_auroc_ci95": percentile_interval(stats[:, 1]), "n_categories": int(sum(defined))}
 
 
-def spearman_by_group(x: np.ndarray, y: np.ndarray, clips: np.ndarray, groups, seed: int, draws: int) -> list[dict]:
-    """Spearman's ρ of x and y within each group (sorted labels), with its clip-bootstrap
-    interval: ``[{"group", "rho", "ci95", "n"}]``, all groups read off the same resamples."""
-    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
-    code, labels = _groups(groups)
-    if len(x) == 0:
-        return []
-    order = np.argsort(code, kind="stable")
-    x, y, code = x[order], y[order], code[order]
-    clip = pd.factorize(pd.Series(clips).astype(str), sort=True)[0][order]
-    starts = np.flatnonzero(np.r_[True, code[1:] != code[:-1]])
-    sizes = np.diff(np.r_[starts, len(x)])
-    rx, ry = GroupedRanks(x, code, clip), GroupedRanks(y, code, clip)
+def _counts_by(clip: np.ndarray, key: np.ndarray, n_clips: int, n_keys: int):
+    """``f -> f @ M`` with ``M[c, k]`` the rows of clip c with key k: any per-clip quantity of a
+    resample (resamples × clips) summed over each key's rows, in one product."""
+    summer = group_summer(clip, key, [np.ones(len(clip))], n_clips, n_keys)
+    return lambda per_clip: summer(per_clip)[0]
+
+
+def _running_midranks(ws: np.ndarray, ranks: GroupedRanks) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """From the rows' weights ``ws`` in ``ranks``' sorted order (resamples × rows): ``(r, W_g, B_g,
+    W_t)`` with r = w × (midrank + B_g) for every row, W_g each group's weight, B_g the weight of
+    the groups before it, and W_t each tie level's weight (for untied values: ``ws`` itself). A
+    tie level is a block of W_t copies above everything before it in the running sum C, so its
+    midrank is C(level's end) − B_g − (W_t − 1)/2: one running sum, no per-group correction."""
+    r = np.cumsum(ws, axis=1)
+    last = r[:, np.r_[ranks.group_start[1:] - 1, ws.shape[1] - 1]]
+    before = np.c_[np.zeros(len(ws)), last[:, :-1]]
+    if ranks.ties:
+        ends = r[:, np.r_[ranks.level_start[1:] - 1, ws.shape[1] - 1]]
+        w_tie = np.diff(ends, axis=1, prepend=0.0)
+        ends -= (w_tie - 1) * 0.5
+        r = ends[:, ranks.level_of]
+    else:
+        w_tie = ws
+        half = ws - 1
+        half *= 0.5
+        r -= half
+    r *= ws
+    return r, last - before, before, w_tie
+
+
+def _spearman_ranked_against_levels(rx: GroupedRanks, ry: GroupedRanks):
+    """The statistic ``clip counts -> ρ by group`` when y has few levels (a model's similarities
+    against mean ratings), in half the passes over resamples × rows of :func:`_spearman_rows`.
+    With W_g the group's weight, m = (W_g + 1)/2, a and b the midranks of x and y and w the row's
+    weight, in x order:
+
+    * Σ w (a − m)² = (W_g³ − W_g − Σ_t (W_t³ − W_t)) / 12 over x's tie blocks t (a row of weight w
+      with untied x is a block of w copies) — the usual tie correction;
+    * Σ w (a − m)(b − m) = Σ_L (b_L − m)(A_L − m W_L) over y's levels L, with A_L = Σ_{i∈L} w a
+      read off :func:`_running_midranks` and W_L, b_L from the levels' weights;
+    * Σ w (b − m)² = Σ_L W_L (b_L − m)².
+
+    Every term is an integer or a multiple of ¼ (midranks are half-integers): while they stay
+    below 2⁵¹ (~10⁵ rows a group) every sum is exact, so the result is :func:`_spearman_rows`'s
+    bit for bit (the tests compare the two)."""
+    y_level = ry.row_level[rx.order]  # each x-sorted row's y level
+    by_level = np.argsort(y_level, kind="stable")
+    level_starts = np.searchsorted(y_level[by_level], np.arange(len(ry.level_start)))
+    lg, gs = ry.level_group, rx.group_start
+
+    tie_starts = rx.first_level if rx.ties else gs  # where each group's tie levels begin
+
+    def statistic(wc):
+        ws = wc[:, rx.clip_sorted]
+        r, w_group, before, w_tie = _running_midranks(ws, rx)
+        w_level = np.add.reduceat(ws[:, by_level], level_starts, axis=1)
+        a_sum = np.add.reduceat(r[:, by_level], level_starts, axis=1) - before[:, lg] * w_level
+        b = ry._level_ranks(w_level)
+        cubes = w_tie * w_tie
+        cubes *= w_tie
+        cubes -= w_tie
+        wg = w_group.astype(np.int64)  # W³ in integers: exact beyond 2⁵³ too
+        s_xx12 = (wg ** 3 - wg) - np.add.reduceat(cubes, tie_starts, axis=1).astype(np.int64)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            m = (w_group * (w_group + 1) / 2 / w_group)[:, lg]
+            db = b - m
+            s_xy = np.add.reduceat(db * (a_sum - m * w_level), ry.first_level, axis=1)
+            s_yy = np.add.reduceat(w_level * db * db, ry.first_level, axis=1)
+            return s_xy / np.sqrt(s_xx12 / 12 * s_yy)
+
+    return statistic
+
+
+def _spearman_levels(rx: GroupedRanks, ry: GroupedRanks, clip: np.ndarray, code: np.ndarray, n_clips: int):
+    """The statistic ``clip counts -> ρ by group`` when both x and y have few levels (a rating
+    against the mean of the others'): every sum is over (x level, y level) cells, whose weights are
+    one product with a clips × cells table. Exact, as :func:`_spearman_ranked_against_levels`."""
+    n_groups = int(code.max()) + 1
+    group_rows = _counts_by(clip, code, n_clips, n_groups)
+    cells, cell_of_row = np.unique(rx.row_level * len(ry.level_start) + ry.row_level, return_inverse=True)
+    cell_x, cell_y = cells // len(ry.level_start), cells % len(ry.level_start)
+    cell_rows = _counts_by(clip, cell_of_row.ravel(), n_clips, len(cells))
+    cell_starts = np.searchsorted(rx.level_group[cell_x], np.arange(n_groups))  # cells are ordered by group
+
+    def statistic(wc):
+        wx, wy, w_group = rx.level_weights(wc), ry.level_weights(wc), group_rows(wc)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            m = w_group * (w_group + 1) / 2 / w_group
+            da = rx._level_ranks(wx) - m[:, rx.level_group]
+            db = ry._level_ranks(wy) - m[:, ry.level_group]
+            s_xy = np.add.reduceat(cell_rows(wc) * da[:, cell_x] * db[:, cell_y], cell_starts, axis=1)
+            s_xx = np.add.reduceat(wx * da * da, rx.first_level, axis=1)
+            s_yy = np.add.reduceat(wy * db * db, ry.first_level, axis=1)
+            return s_xy / np.sqrt(s_xx * s_yy)
+
+    return statistic
+
+
+def _spearman_rows(rx: GroupedRanks, ry: GroupedRanks, clip: np.ndarray, starts: np.ndarray, sizes: np.ndarray):
+    """The statistic ``clip counts -> ρ by group`` for any x and y: the midranks of every row of
+    every resample, and the weighted Pearson correlation of them, row by row."""
 
     def statistic(wc):
         w = wc[:, clip]
@@ -168,6 +274,42 @@ def spearman_by_group(x: np.ndarray, y: np.ndarray, clips: np.ndarray, groups, s
             wda, wdb = w * da, w * db
             return _group_sums(wda * db, starts) / np.sqrt(_group_sums(wda * da, starts) * _group_sums(wdb * db, starts))
 
+    return statistic
+
+
+def spearman_statistic(x: np.ndarray, y: np.ndarray, clip: np.ndarray, code: np.ndarray, path: str | None = None):
+    """``clip counts (resamples × clips) -> ρ (resamples × groups)`` for rows sorted by group
+    ``code`` (0..G-1), clip codes ``clip``: the fastest of three computations of the same
+    numbers — ``"levels"`` when x and y both have few levels, ``"ranked"`` when one of them has,
+    else ``"rows"`` (``path`` forces one, for the tests)."""
+    n_clips = int(clip.max()) + 1
+    starts = np.flatnonzero(np.r_[True, code[1:] != code[:-1]])
+    sizes = np.diff(np.r_[starts, len(x)])
+    rx, ry = GroupedRanks(x, code, clip), GroupedRanks(y, code, clip)
+    if rx.level_weights is not None and ry.level_weights is None:  # ρ is symmetric: the few levels as y
+        rx, ry = ry, rx
+    few_x, few_y = rx.level_weights is not None, ry.level_weights is not None
+    if path is None:
+        path = "levels" if few_x and few_y else "ranked" if few_y else "rows"
+    if path == "levels":
+        return _spearman_levels(rx, ry, clip, code, n_clips)
+    if path == "ranked":
+        return _spearman_ranked_against_levels(rx, ry)
+    return _spearman_rows(rx, ry, clip, starts, sizes)
+
+
+def spearman_by_group(x: np.ndarray, y: np.ndarray, clips: np.ndarray, groups, seed: int, draws: int) -> list[dict]:
+    """Spearman's ρ of x and y within each group (sorted labels), with its clip-bootstrap
+    interval: ``[{"group", "rho", "ci95", "n"}]``, all groups read off the same resamples."""
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    code, labels = _groups(groups)
+    if len(x) == 0:
+        return []
+    order = np.argsort(code, kind="stable")
+    x, y, code = x[order], y[order], code[order]
+    clip = pd.factorize(pd.Series(clips).astype(str), sort=True)[0][order]
+    sizes = np.bincount(code)
+    statistic = spearman_statistic(x, y, clip, code)
     full = statistic(np.ones((1, int(clip.max()) + 1)))[0]
     stats = map_chunks(statistic, _clip_weights(len(x), clip, draws, seed))
     return [{"group": labels[g], "rho": float(full[j]) if np.isfinite(full[j]) and sizes[j] >= 2 else None,

@@ -210,18 +210,19 @@ def test_bootstrap_weights_do_not_depend_on_the_chunk_size():
 def test_bootstrap_group_sums_equal_explicit_resampling():
     # rows (unit, group, value): units 0..3, groups 0..2 (group 1 has no rows, so its sums stay 0);
     # with the same draws, group g's sum is sum over rows of value × times the row's unit was drawn.
-    unit = np.array([0, 1, 1, 3, 2])
-    group = np.array([2, 0, 2, 0, 0])
-    value = np.array([1.0, 10.0, 100.0, 1000.0, 10000.0])
+    # (unit 1, group 2) twice: its rows are summed into one cell before either path
+    unit = np.array([0, 1, 1, 3, 2, 1])
+    group = np.array([2, 0, 2, 0, 0, 2])
+    value = np.array([1.0, 10.0, 100.0, 1000.0, 10000.0, 3.0])
     idx = np.random.default_rng(5).integers(0, 4, size=(6, 4), dtype=np.int32)
     times = np.stack([np.bincount(row, minlength=4) for row in idx])  # draws × units
     want = np.zeros((6, 3))
     for u, g, v in zip(unit, group, value, strict=True):
         want[:, g] += v * times[:, u]
-    for dense_cells in (0, 10**6):  # the gather-and-reduce path and the dense BLAS path
-        summer = group_summer(unit, group, [value], n_units=4, n_groups=3, dense_cells=dense_cells)
+    for path in ("gathered", "dense", None):  # the gather-and-reduce path, the dense BLAS path, the cheaper
+        summer = group_summer(unit, group, [value], n_units=4, n_groups=3, path=path)
         (sums,) = summer(next(bootstrap_weights(4, draws=6, seed=5)))
-        assert np.array_equal(sums, want), dense_cells
+        assert np.array_equal(sums, want), path
 
 
 def test_both_ceiling_intervals_share_one_set_of_resamples_when_their_items_coincide(votes, monkeypatch):

@@ -12,6 +12,7 @@ from emolia_bench.ranking import (
     GroupedRanks,
     auroc_with_intervals,
     spearman_by_group,
+    spearman_statistic,
     spearman_with_interval,
 )
 from emolia_bench.resampling import percentile_interval
@@ -79,20 +80,30 @@ def test_auroc_and_macro_auroc_equal_scikit_learn_on_the_data_and_on_each_resamp
     assert got["macro_auroc_ci95"] == pytest.approx(percentile_interval(np.array(macro)), abs=1e-12)
 
 
+X_KINDS = {  # x against y, a mean rating with 3 levels (few levels: ranked from the clips' counts by level)
+    "tied": lambda rng, n: np.round(rng.normal(size=n), 1),  # many levels with ties: the "ranked" path
+    "untied": lambda rng, n: rng.normal(size=n),  # every row its own level: the "ranked" path
+    "few": lambda rng, n: rng.integers(0, 4, n).astype(float),  # a rating too: the "levels" path
+    "continuous y": None,  # x few levels, y untied: swapped into the "ranked" path
+}
+
+
 @pytest.mark.parametrize("groups", [1, 3])
-def test_spearman_equals_scipy_within_each_group_on_the_data_and_on_each_resample(groups):
-    # y a mean rating with 3 levels: few levels, so its ranks come from the clips' counts summed by
-    # level (the assertion below checks that path is the one taken); x rounded: ties, ranked
-    # through the sorted rows. One group goes through spearman_with_interval, three through
-    # spearman_by_group; each group's figures must equal scipy's on its rows, resample by resample.
+@pytest.mark.parametrize("kind", list(X_KINDS))
+def test_spearman_equals_scipy_within_each_group_on_the_data_and_on_each_resample(groups, kind):
+    # One group goes through spearman_with_interval, three through spearman_by_group; each
+    # group's figures must equal scipy's on its rows, resample by resample, whichever of the
+    # three computations (spearman_statistic) the kinds of x and y lead to.
     rng = np.random.default_rng(6 + groups)
     n = 80 * groups
     clip = rng.integers(0, 25 * groups, n)
     clip_ids = pd.factorize(clip.astype(str), sort=True)[0]
     group = rng.choice([f"g{k}" for k in range(groups)], n)
-    x = np.round(rng.normal(size=n), 1)
     y = rng.integers(0, 3, n) / 2
-    assert GroupedRanks(y, np.zeros(n, np.int64), clip_ids).level_weights is not None
+    x = rng.normal(size=n) if kind == "continuous y" else X_KINDS[kind](rng, n)
+    if kind == "continuous y":
+        x, y = y, x
+    assert GroupedRanks(x if kind == "continuous y" else y, np.zeros(n, np.int64), clip_ids).level_weights is not None
     if groups == 1:
         got = [{"group": "g0", **spearman_with_interval(x, y, clip.astype(str), seed=4, draws=80)}]
     else:
@@ -127,3 +138,43 @@ def test_graded_targets_and_the_human_reference_by_hand():
     assert g["human_reference"]["human"]["rho"] == pytest.approx(spearmanr(own, others)[0])
     assert g["human_reference"]["model"]["rho"] == pytest.approx(spearmanr(model, others)[0])
     assert g["human_reference"]["human"]["n"] == 12
+
+
+@pytest.mark.parametrize("kind", list(X_KINDS))
+def test_the_three_spearman_computations_agree_bit_for_bit(kind):
+    # "rows" ranks every row of every resample; "ranked" reads the sums off one running sum and
+    # the levels' weights; "levels" sums over (x level, y level) cells. Every term is an exact
+    # integer or quarter, so all three must give the same floats, NaNs included (resamples that
+    # miss a group), not merely close ones.
+    rng = np.random.default_rng(11)
+    n = 300
+    code = np.sort(rng.integers(0, 4, n))
+    clip = rng.integers(0, 90, n)
+    clip = pd.factorize(clip, sort=True)[0]
+    y = rng.integers(0, 3, n) / 2
+    x = rng.normal(size=n) if kind == "continuous y" else X_KINDS[kind](rng, n)
+    if kind == "continuous y":
+        x, y = y, x
+    wc = explicit_clip_resamples(clip.max() + 1, 200, seed=3).astype(float)
+    wc[:5, :60] = 0  # some resamples lose whole groups' clips
+    paths = ["rows", "ranked"] + (["levels"] if kind == "few" else [])
+    got = {p: spearman_statistic(x, y, clip, code, path=p)(wc) for p in paths}
+    for p in paths[1:]:
+        assert np.array_equal(got[p], got["rows"], equal_nan=True), p
+    assert np.isfinite(got["rows"]).mean() > 0.9
+
+
+@pytest.mark.parametrize("tied", [False, True])
+def test_auroc_from_one_running_sum_equals_the_row_by_row_midranks(tied):
+    # the same resamples through both computations: identical intervals, to the last bit
+    rng = np.random.default_rng(12)
+    n = 400
+    clip = rng.integers(0, 150, n).astype(str)
+    truth = rng.integers(0, 2, n)
+    scores = rng.normal(size=n) + truth
+    if tied:
+        scores = np.round(scores, 1)
+    cats = rng.choice(list("abcd"), n)
+    fast = auroc_with_intervals(truth, scores, clip, cats, seed=2, draws=300)
+    assert fast == auroc_with_intervals(truth, scores, clip, cats, seed=2, draws=300, path="rows")
+    assert fast["auroc"] == pytest.approx(roc_auc_score(truth, scores), abs=1e-12)
