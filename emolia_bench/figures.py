@@ -289,6 +289,10 @@ def _warm_up() -> None:
         pass
 
 
+def _started() -> None:
+    """Nothing: submitted once so the helper process starts (see :class:`Drawer`)."""
+
+
 class Drawer:
     """Draws figures in one helper process (``spawn``: a fresh interpreter, safe whatever threads
     the stage runs), started at construction so matplotlib's import overlaps the stage's work;
@@ -308,7 +312,10 @@ class Drawer:
                 from concurrent.futures import ProcessPoolExecutor
 
                 self.pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"), initializer=_warm_up)
-            except (OSError, ValueError, ImportError):
+                # the pool starts its process at the first submit, not at construction: start it now,
+                # so that matplotlib's import and the warm-up overlap the stage's own work
+                self.pool.submit(_started)
+            except (OSError, ValueError, ImportError, RuntimeError):
                 self.pool = None
 
     def submit(self, function, *args):
