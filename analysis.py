@@ -52,8 +52,19 @@ def main() -> int:
         parser.error("--min-items must be at least 1")
     excluded = tuple(sorted({u.strip() for u in args.exclude_raters.split(",") if u.strip()}))
 
+    # The figures' helper process first, so that its start and matplotlib's import overlap ours
+    from emolia_bench.figures import (
+        Drawer,
+        analysis_links,
+        ceiling_figure,
+        coverage_figure,
+        figure_inputs,
+        subset_agreement_figures,
+    )
+
+    drawer = Drawer(enabled=not args.no_figures)
     # Heavy imports after argument parsing, so --help is instant.
-    from emolia_bench.analysis import analyze_subset
+    from emolia_bench.analysis import analyze_labelled, label_subset
     from emolia_bench.errors import InputError
     from emolia_bench.io import load_annotations, load_flags, load_users
     from emolia_bench.outputs import csv_bytes, json_bytes, write_outputs
@@ -61,15 +72,6 @@ def main() -> int:
     from emolia_bench.subsets import subsets_to_run
 
     phases = Phases(args.timings, STARTED)
-    from emolia_bench.figures import (
-        Drawer,
-        analysis_links,
-        figure_inputs,
-        overview_figures,
-        subset_agreement_figures,
-    )
-
-    drawer = Drawer(enabled=not args.no_figures)  # imports matplotlib while the statistics are computed
     loaded = []
     with phases("load"):
         chosen = subsets_to_run(args.subsets, args.annotations_root, "annotations.csv")
@@ -84,15 +86,25 @@ def main() -> int:
     if unknown:
         raise InputError("--exclude-raters", f"no rater named {', '.join(sorted(unknown))} in the annotations; "
                                              "expected usernames as they appear in annotations.csv")
-    results, drawings = [], []
-    for subset, annotations, users, flags in loaded:
+    # Label every subset first: each subset's charts and the rater coverage need only the labels,
+    # so the helper process draws them while the agreement statistics are computed.
+    labelled, drawings, overview = [], [], []
+    for subset, annotations, _, flags in loaded:
         with phases("analyse"):
-            r = analyze_subset(subset, annotations, users, flags, seed=args.seed, draws=args.bootstrap_draws,
-                               min_items=args.min_items, exclude_raters=excluded, dataset_root=args.dataset_root)
-        results.append(r)
-        if not args.no_figures:  # its charts drawn in the helper process while the next subset is analysed
-            drawings.append((subset.name, drawer.submit(subset_agreement_figures, figure_inputs(r))))
-    overview = None if args.no_figures else drawer.submit(overview_figures, [r.summary for r in results])
+            lab = label_subset(subset, annotations, flags, exclude_raters=excluded)
+        labelled.append(lab)
+        if not args.no_figures:
+            drawings.append((subset.name, drawer.submit(subset_agreement_figures, figure_inputs(subset, lab.tables))))
+    if not args.no_figures:
+        overview.append(drawer.submit(coverage_figure, [{"subset": lab.subset.name, "rater_coverage": lab.rater_coverage}
+                                                        for lab in labelled]))
+    results = []
+    for lab, (_, _, users, flags) in zip(labelled, loaded, strict=True):
+        with phases("analyse"):
+            results.append(analyze_labelled(lab, users, flags, seed=args.seed, draws=args.bootstrap_draws,
+                                            min_items=args.min_items, dataset_root=args.dataset_root))
+    if not args.no_figures:
+        overview.append(drawer.submit(ceiling_figure, [r.summary for r in results]))
     outputs, links = {}, {}
     with phases("write"):
         for r in results:
@@ -104,9 +116,9 @@ def main() -> int:
             outputs[f"{name}/raters.csv"] = csv_bytes(r.raters)
             outputs[f"{name}/votes.csv"] = csv_bytes(r.votes)
             outputs[f"{name}/summary.json"] = json_bytes(r.summary)
-    if overview is not None:
+    if not args.no_figures:
         with phases("figures"):  # what is left of the drawing once the tables are ready
-            pngs, links = analysis_links(drawer.result(overview), [(n, drawer.result(d)) for n, d in drawings])
+            pngs, links = analysis_links([drawer.result(o) for o in overview], [(n, drawer.result(d)) for n, d in drawings])
             outputs.update(pngs)
         drawer.close()
     with phases("write"):

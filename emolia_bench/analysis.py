@@ -62,12 +62,28 @@ def flag_records(flags: pd.DataFrame | None) -> list[dict]:
     return typed.astype(object).where(typed.notna(), None).to_dict(orient="records")
 
 
-def analyze_subset(subset: Subset, ann: pd.DataFrame, users: pd.DataFrame, flags: pd.DataFrame | None,
-                   seed: int = ag.BOOTSTRAP_SEED, draws: int = ag.BOOTSTRAP_DRAWS, min_items: int = ag.MIN_ITEMS,
-                   exclude_raters: tuple[str, ...] = (), dataset_root: Path | None = None) -> SubsetAnalysis:
-    """Everything analysis.py writes for one subset. ``exclude_raters``: usernames whose votes
-    are dropped before anything is computed (recorded in summary.json); ``dataset_root``: where
-    clip durations are looked up for the rater profiles (optional)."""
+@dataclass
+class Labelled:
+    """One subset's votes cleaned and its items labelled (SPEC §3's first steps): what the slice
+    tables, and everything :func:`analyze_labelled` computes, are made from."""
+    subset: Subset
+    rows_raw: int  # annotation rows, after any excluded rater's are dropped
+    excluded: list[str]  # raters whose votes were dropped
+    clean: pd.DataFrame
+    items: pd.DataFrame
+    labels: pd.DataFrame
+    tables: dict[str, pd.DataFrame]  # file name -> slice table
+
+    @property
+    def rater_coverage(self) -> dict[str, int]:
+        """Items by number of raters (``{"1": items rated once, …}``)."""
+        return {str(k): int(v) for k, v in self.items["n_raters"].value_counts().sort_index().items()}
+
+
+def label_subset(subset: Subset, ann: pd.DataFrame, flags: pd.DataFrame | None,
+                 exclude_raters: tuple[str, ...] = ()) -> Labelled:
+    """Clean the votes, build the items and their majority-vote labels and the slice tables.
+    ``exclude_raters``: usernames whose votes are dropped before anything is computed."""
     excluded = sorted(set(exclude_raters) & set(ann["username"].unique())) if exclude_raters else []
     if excluded:
         ann = ann[~ann["username"].isin(excluded)].reset_index(drop=True)
@@ -75,6 +91,24 @@ def analyze_subset(subset: Subset, ann: pd.DataFrame, users: pd.DataFrame, flags
     items = item_table(clean, subset, flags)
     labels = benchmark_labels(items, subset)
     tables = {t.file: slice_table(labels, t) for t in subset.slice_tables}
+    return Labelled(subset, len(ann), excluded, clean, items, labels, tables)
+
+
+def analyze_subset(subset: Subset, ann: pd.DataFrame, users: pd.DataFrame, flags: pd.DataFrame | None,
+                   seed: int = ag.BOOTSTRAP_SEED, draws: int = ag.BOOTSTRAP_DRAWS, min_items: int = ag.MIN_ITEMS,
+                   exclude_raters: tuple[str, ...] = (), dataset_root: Path | None = None) -> SubsetAnalysis:
+    """Everything analysis.py writes for one subset: :func:`label_subset`, then
+    :func:`analyze_labelled`."""
+    return analyze_labelled(label_subset(subset, ann, flags, exclude_raters), users, flags, seed, draws, min_items,
+                            dataset_root)
+
+
+def analyze_labelled(lab: Labelled, users: pd.DataFrame, flags: pd.DataFrame | None, seed: int = ag.BOOTSTRAP_SEED,
+                     draws: int = ag.BOOTSTRAP_DRAWS, min_items: int = ag.MIN_ITEMS,
+                     dataset_root: Path | None = None) -> SubsetAnalysis:
+    """Agreement, summary.json and the rater profiles of a labelled subset. ``dataset_root``:
+    where clip durations are looked up for the rater profiles (optional)."""
+    subset, clean, items, labels, tables = lab.subset, lab.clean, lab.items, lab.labels, lab.tables
 
     rater_codes, raters = pd.factorize(clean["username"].to_numpy(), sort=True)  # codes in name order
     raters = list(raters)
@@ -93,7 +127,7 @@ def analyze_subset(subset: Subset, ann: pd.DataFrame, users: pd.DataFrame, flags
     s: dict = {
         "subset": subset.name,
         "rating_scale": list(subset.scale),
-        "rows_raw": int(len(ann)),
+        "rows_raw": int(lab.rows_raw),
         "rows_deduplicated": int(len(clean)),
         "items_total": int(len(items)),
         "items_complete": int((n == 3).sum()),
@@ -101,7 +135,7 @@ def analyze_subset(subset: Subset, ann: pd.DataFrame, users: pd.DataFrame, flags
     }
     if subset.has_flags:
         s["items_flagged"] = int(items["flagged"].sum())
-    s["rater_coverage"] = {str(k): int(v) for k, v in n.value_counts().sort_index().items()}
+    s["rater_coverage"] = lab.rater_coverage
     s["annotators"] = users["username"].tolist()
     s["agreement"] = agreement
     s["augmented_agreement"] = augmented
@@ -127,7 +161,7 @@ def analyze_subset(subset: Subset, ann: pd.DataFrame, users: pd.DataFrame, flags
     clip_ms = clip_durations_ms(items, subset, dataset_root) if dataset_root is not None else None
     profiles = rater_profiles(clean, votes, raters, clip_ms)
     s["raters"] = {"flag_rule": FLAG_RULE, "flagged": profiles.loc[profiles["flagged"], "rater"].tolist() if len(profiles) else [],
-                   "excluded": excluded}
+                   "excluded": lab.excluded}
     return SubsetAnalysis(subset, labels, tables, incomplete_items(items, subset), s, users, flags, unmatched, profiles,
                           votes_table(clean, subset))
 

@@ -16,8 +16,6 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from .metrics import roc_points, threshold_sweep
-
 DPI = 110
 BLUE, ORANGE, GREY, GREEN = "#3465a4", "#f57900", "#888a85", "#4e9a06"
 
@@ -78,9 +76,10 @@ def rater_coverage(summaries: list[dict]) -> bytes:
 
 
 def slice_agreement(table, key: str, majority_col: str, unanimous_col: str, title: str) -> bytes:
-    """Majority-positive rate and unanimous rate per slice (one slice table of the analysis)."""
-    n = len(table)
-    names = table[key].astype(str).tolist()
+    """Majority-positive rate and unanimous rate per slice (one slice table of the analysis: a
+    DataFrame, or its columns as lists)."""
+    names = [str(v) for v in table[key]]
+    n = len(names)
     rotated, size = n > 8, 7 if n > 20 else 9
     fig, ax = _figure(max(6.4, 0.22 * n + 2), 3.8 + (0.08 * max(map(len, names), default=0) if rotated else 0),
                       xlabels=names, xsize=size, rotated=rotated, xlabel=False)
@@ -152,6 +151,8 @@ def slice_balanced_accuracy(records: list[dict], key: str, summary: dict, title:
 def roc_curve(truth: np.ndarray, scores: np.ndarray, auroc: float | None, title: str) -> bytes:
     fig, ax = _figure(4.6, 4.2)
     if auroc is not None:
+        from .metrics import roc_points
+
         fpr, tpr = roc_points(truth, scores)
         ax.plot(fpr, tpr, color=BLUE, label=f"AUROC {auroc:.3f}")
     ax.plot([0, 1], [0, 1], color=GREY, linestyle="--", linewidth=1, label="chance")
@@ -165,6 +166,8 @@ def roc_curve(truth: np.ndarray, scores: np.ndarray, auroc: float | None, title:
 def threshold_curve(truth: np.ndarray, scores: np.ndarray, used: float, best: dict, title: str) -> bytes:
     fig, ax = _figure()
     if len(scores) and truth.min() != truth.max():
+        from .metrics import threshold_sweep
+
         grid, ba = threshold_sweep(truth, scores)
         ax.plot(grid, ba, color=BLUE, label="balanced accuracy")
     ax.axvline(used, color=ORANGE, linewidth=1.2, label=f"threshold used ({used:g})")
@@ -202,8 +205,9 @@ def comparison(rows: list[dict], title: str) -> bytes:
 
 
 def subset_agreement_figures(r) -> tuple[dict[str, bytes], list, list]:
-    """One subset's agreement charts: files (by path relative to the output root), the links its
-    own report embeds, and the links the combined report embeds."""
+    """One subset's agreement charts (``r``: :func:`figure_inputs` of its slice tables): files
+    (by path relative to the output root), the links its own report embeds, and the links the
+    combined report embeds."""
     name = r.subset.name
     files, own, combined = {}, [], []
     for t in r.subset.slice_tables:
@@ -217,17 +221,24 @@ def subset_agreement_figures(r) -> tuple[dict[str, bytes], list, list]:
     return files, own, combined
 
 
-def overview_figures(summaries: list[dict]) -> tuple[dict[str, bytes], list]:
-    """The figures across subsets (rater coverage, the human ceiling) and their report links."""
-    files = {"rater_coverage.png": rater_coverage(summaries), "human_ceiling.png": human_ceiling(summaries)}
-    return files, [("Rater coverage", "rater_coverage.png"), ("Human ceiling", "human_ceiling.png")]
+def coverage_figure(coverage: list[dict]) -> tuple[dict[str, bytes], list]:
+    """The rater coverage across subsets (``[{"subset", "rater_coverage"}]``) and its report link."""
+    return {"rater_coverage.png": rater_coverage(coverage)}, [("Rater coverage", "rater_coverage.png")]
 
 
-def analysis_links(overview: tuple[dict, list], per_subset: list[tuple[str, tuple[dict, list, list]]]) -> tuple[dict, dict]:
+def ceiling_figure(summaries: list[dict]) -> tuple[dict[str, bytes], list]:
+    """The human ceiling across subsets (their summaries) and its report link."""
+    return {"human_ceiling.png": human_ceiling(summaries)}, [("Human ceiling", "human_ceiling.png")]
+
+
+def analysis_links(overview: list[tuple[dict, list]], per_subset: list[tuple[str, tuple[dict, list, list]]]) -> tuple[dict, dict]:
     """All of analysis_outputs/'s PNG files, and the links: links["report"] for the combined
-    report (the overview first, then each subset's charts), links[<subset>] for that subset's own
-    report (relative to it)."""
-    files, report = dict(overview[0]), list(overview[1])
+    report (the figures across subsets first, then each subset's charts), links[<subset>] for
+    that subset's own report (relative to it)."""
+    files, report = {}, []
+    for overview_files, overview_links in overview:
+        files.update(overview_files)
+        report += overview_links
     links = {}
     for name, (subset_files, own, combined) in per_subset:
         files.update(subset_files)
@@ -235,12 +246,6 @@ def analysis_links(overview: tuple[dict, list], per_subset: list[tuple[str, tupl
         report += combined
     links["report"] = report
     return files, links
-
-
-def analysis_figures(results) -> tuple[dict[str, bytes], dict]:
-    """PNG files for analysis_outputs/ and the links each report embeds (see :func:`analysis_links`)."""
-    return analysis_links(overview_figures([r.summary for r in results]),
-                          [(r.subset.name, subset_agreement_figures(r)) for r in results])
 
 
 def benchmark_figures(result, scored_truth: np.ndarray, scored_scores: np.ndarray) -> tuple[dict[str, bytes], list]:
@@ -289,63 +294,98 @@ def _warm_up() -> None:
         pass
 
 
-def _started() -> None:
-    """Nothing: submitted once so the helper process starts (see :class:`Drawer`)."""
+def _serve(tasks, results) -> None:
+    """The helper process: warm up, then draw each ``(key, function, args)`` from ``tasks`` and
+    put ``(key, drawn, value)`` on ``results`` until a None arrives."""
+    _warm_up()
+    while (job := tasks.get()) is not None:
+        key, function, args = job
+        try:
+            results.put((key, True, function(*args)))
+        except Exception as e:  # noqa: BLE001 - the caller draws this batch itself and reports its error
+            results.put((key, False, repr(e)))
 
 
 class Drawer:
     """Draws figures in one helper process (``spawn``: a fresh interpreter, safe whatever threads
-    the stage runs), started at construction so matplotlib's import overlaps the stage's work;
-    :meth:`submit` hands it a batch as soon as its numbers exist and returns at once. Measured on
-    1× synthetic exports (2 cores): analysis.py's figures phase 1.3 s → the time left after
-    its tables are written; benchmark.py draws one subset's figures while it evaluates the next.
+    the stage runs), started at construction so that matplotlib's import overlaps the stage's
+    work; :meth:`submit` hands it a batch as soon as its numbers exist and returns at once.
+    Measured on 1× synthetic exports (2 cores): analysis.py's figures phase 1.3 s → the time left
+    after its tables are written; benchmark.py draws one subset's figures while it evaluates the
+    next.
 
     The PNG bytes are those an in-process call gives (same code, same inputs). If the helper
-    cannot start or dies, the batch is drawn in this process instead. ``enabled=False`` (e.g.
-    ``--no-figures``) starts nothing."""
+    cannot start, dies, or fails on a batch, that batch is drawn in this process instead. The
+    helper is a daemon: a stage that stops on bad input ends it at once instead of waiting for
+    its warm-up. ``enabled=False`` (e.g. ``--no-figures``) starts nothing."""
 
     def __init__(self, enabled: bool = True):
-        self.pool = None
+        self.process, self.drawn, self.sent = None, {}, 0
         if enabled:
             try:
                 import multiprocessing
-                from concurrent.futures import ProcessPoolExecutor
 
-                self.pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"), initializer=_warm_up)
-                # the pool starts its process at the first submit, not at construction: start it now,
-                # so that matplotlib's import and the warm-up overlap the stage's own work
-                self.pool.submit(_started)
+                context = multiprocessing.get_context("spawn")
+                self.tasks, self.results = context.Queue(), context.Queue()
+                self.process = context.Process(target=_serve, args=(self.tasks, self.results), daemon=True,
+                                               name="emolia-bench figures")
+                self.process.start()
             except (OSError, ValueError, ImportError, RuntimeError):
-                self.pool = None
+                self.process = None
 
     def submit(self, function, *args):
         """Start drawing ``function(*args)`` (a module-level function of this module); returns
         a handle for :meth:`result`."""
-        future = None
-        if self.pool is not None:
-            try:
-                future = self.pool.submit(function, *args)
-            except Exception:  # noqa: BLE001 - a broken helper: draw here instead
-                future = None
-        return function, args, future
+        key = None
+        if self.process is not None and self.process.is_alive():
+            key, self.sent = self.sent, self.sent + 1
+            self.tasks.put((key, function, args))  # pickled and sent by the queue's own thread
+        return key, function, args
 
     def result(self, handle):
-        function, args, future = handle
-        if future is not None:
+        """The batch's result: from the helper, else drawn here."""
+        import queue
+
+        key, function, args = handle
+        while key is not None and key not in self.drawn:
             try:
-                return future.result()
-            except Exception:  # noqa: BLE001 - the helper died (BrokenProcessPool, …): draw here instead
-                pass
-        return function(*args)
+                k, ok, value = self.results.get(timeout=0.2)
+                self.drawn[k] = value if ok else None
+            except queue.Empty:
+                if not self.process.is_alive():  # died: draw here
+                    break
+        value = self.drawn.pop(key, None)
+        return value if value is not None else function(*args)
 
     def close(self) -> None:
-        if self.pool is not None:
-            self.pool.shutdown(wait=True, cancel_futures=True)
+        """Let the helper finish and exit (a stage's normal end); ended by force if it has not
+        within 10 s."""
+        import queue
+        import time
+
+        if self.process is None:
+            return
+        if self.process.is_alive():
+            self.tasks.put(None)
+        self.process.join(0.5)
+        deadline = time.monotonic() + 10
+        while self.process.is_alive() and time.monotonic() < deadline:
+            try:  # a result nobody asked for keeps the helper from exiting until it is read
+                self.results.get(timeout=0.05)
+            except queue.Empty:
+                pass
+        if self.process.is_alive():
+            self.process.terminate()
+        self.process.join()
 
 
-def figure_inputs(result) -> SimpleNamespace:
-    """What the figures of one subset's analysis or benchmark result read — its summary, subset
-    description and the small tables — without the row-level frames, so it travels to the
-    drawing process cheaply."""
-    tables = {t.file: result.tables[t.file] for t in result.subset.slice_tables if t.file in result.tables}
-    return SimpleNamespace(summary=result.summary, subset=result.subset, tables=tables)
+def figure_inputs(subset, tables: dict, summary: dict | None = None) -> SimpleNamespace:
+    """What a subset's figures read — the names from its subset description, its slice tables
+    as lists, its summary — in plain Python objects, so it travels to the drawing process cheaply
+    and that process never imports pandas (0.22 s of its start, measured with -X importtime)."""
+    slice_tables = [SimpleNamespace(key=t.key, file=t.file, columns=list(t.columns)) for t in subset.slice_tables]
+    plain = {t.file: {c: tables[t.file][c].tolist() for c in tables[t.file].columns}
+             for t in subset.slice_tables if t.file in tables}
+    names = SimpleNamespace(name=subset.name, type_slice=subset.type_slice, category_slice=subset.category_slice,
+                            slice_tables=slice_tables)
+    return SimpleNamespace(summary=summary, subset=names, tables=plain)

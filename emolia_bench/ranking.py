@@ -13,8 +13,12 @@ its tie group + 1) / 2, within its group (a category, or all rows). Then
 
 That is exactly ``roc_auc_score`` and ``spearmanr`` on the resample written out row by row (the
 tests compare them). Each resample draws the clips (``resampling.bootstrap_weights``: the same
-stream every other interval uses) and every group's figure is read off that one resample, in
-one vectorised pass over the rows.
+stream every other interval uses) and every group's figure is read off that one resample,
+vectorised over a chunk of resamples × rows. Midranks come from one running sum of the weights
+in sorted order (:func:`_running_midranks`), and a variable with few distinct values (a rating, a
+mean rating) is handled by its levels' weights instead of row by row; every sum involved is of
+integers and half-integers, so these shortcuts give the row-by-row computation's numbers bit for
+bit (the tests force each computation and compare).
 """
 
 from __future__ import annotations

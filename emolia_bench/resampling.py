@@ -36,18 +36,31 @@ DENSE_CELLS = 4_000_000
 
 
 # Several figures of one run resample the same units with the same seed (a subset's slice
-# intervals, AUROC, the cross-validated and graded headlines all draw its clips): the counts are
-# kept, one byte a cell, up to this many cells in all, and read back instead of drawn again.
-# Benchmark.py, sham, 1× synthetic exports: the dim subset's 29,582 clips were drawn 6 times, 1.1 s
-# of 5.5 s single-threaded; once, plus five reads, ~0.3 s. Beyond the cap, counts are drawn anew
-# (same stream, same numbers), so memory stays bounded at any data size.
+# intervals, AUROC, the cross-validated and graded headlines all draw its clips). The second time a
+# stream is asked for, its counts are kept, one byte a cell, up to this many cells in all, and
+# later requests read them instead of drawing again (a stream asked for once is drawn the cheapest
+# way and not kept). Benchmark.py, sham, 1× synthetic exports: the dim subset's 29,582 clips were
+# drawn 6 times, 1.1 s of 5.5 s single-threaded. Beyond the cap, counts are drawn anew (same
+# stream, same numbers), so memory stays bounded at any data size.
 SHARED_CELLS = 64 << 20
 _kept: dict[tuple[int, int, int], np.ndarray] = {}
+_asked: set[tuple[int, int, int]] = set()
 _kept_lock = threading.Lock()
 
 
-def _count_chunks(n: int, draws: int, seed: int, step: int):
-    """The ``k × n`` count matrices of the stream, ``step`` resamples a chunk (integers)."""
+def _draws(n: int, draws: int, seed: int, step: int):
+    """The stream itself: ``k × n`` arrays of the drawn units' indices, offset by ``row × n`` (ready
+    for one bincount), ``step`` resamples a chunk."""
+    rng = np.random.default_rng(seed)
+    for start in range(0, draws, step):
+        k = min(step, draws - start)
+        # int32 draws are ~3x faster than int64; the budget keeps k * n far below 2**31
+        idx = rng.integers(0, n, size=(k, n), dtype=np.int32)
+        yield k, idx
+
+
+def _kept_counts(n: int, draws: int, seed: int, step: int):
+    """The stream's ``k × n`` count matrices, drawn once and then kept (see :data:`SHARED_CELLS`)."""
     key = (n, draws, seed)
     with _kept_lock:
         kept = _kept.get(key)
@@ -55,12 +68,9 @@ def _count_chunks(n: int, draws: int, seed: int, step: int):
         for start in range(0, draws, step):
             yield kept[start:start + step]
         return
-    keep = np.empty((draws, n), np.uint8) if 0 < draws * n <= SHARED_CELLS else None
-    rng = np.random.default_rng(seed)
-    for start in range(0, draws, step):
-        k = min(step, draws - start)
-        # int32 draws are ~3x faster than int64; the budget keeps k * n far below 2**31
-        idx = rng.integers(0, n, size=(k, n), dtype=np.int32)
+    keep = np.empty((draws, n), np.uint8)
+    start = 0
+    for k, idx in _draws(n, draws, seed, step):
         idx += (np.arange(k, dtype=np.int32) * np.int32(n))[:, None]
         counts = np.bincount(idx.ravel(), minlength=k * n).reshape(k, n)
         if keep is not None:
@@ -68,6 +78,7 @@ def _count_chunks(n: int, draws: int, seed: int, step: int):
                 keep = None
             else:
                 keep[start:start + k] = counts
+        start += k
         yield counts
     if keep is not None:
         with _kept_lock:
@@ -83,26 +94,38 @@ def bootstrap_weights(n: int, draws: int, seed: int, budget: int = BUDGET, unit_
     ``budget`` bounds W's size (see :data:`BUDGET`), so memory stays flat at any data size.
     With ``unit_type`` (each unit's type, 0..T-1) the counts are summed by type instead:
     ``chunk × T`` matrices of the very same resamples, for statistics in which units of one
-    type are interchangeable. The stream depends only on ``(n, draws, seed)``; repeated requests
-    read kept counts (:data:`SHARED_CELLS`).
+    type are interchangeable. The stream depends only on ``(n, draws, seed)``; a stream asked for
+    again is read from kept counts (:data:`SHARED_CELLS`).
     """
     step = max(1, min(draws, budget // max(n, 1)))
-    if unit_type is None:
-        for counts in _count_chunks(n, draws, seed, step):
-            yield counts.astype(np.float64)
+    types = None if unit_type is None else np.asarray(unit_type, dtype=np.int64)
+    width = n if types is None else int(types.max(initial=-1)) + 1
+    key = (n, draws, seed)
+    with _kept_lock:
+        keep = key in _kept or (key in _asked and 0 < draws * n <= SHARED_CELLS)
+        _asked.add(key)
+    if not keep:  # straight from the draws: each chunk counted once, by unit or by type
+        types32 = None if types is None else types.astype(np.int32)
+        for k, idx in _draws(n, draws, seed, step):
+            if types32 is not None:
+                idx = types32[idx]
+            idx += (np.arange(k, dtype=np.int32) * np.int32(width))[:, None]
+            yield np.bincount(idx.ravel(), minlength=k * width).reshape(k, width).astype(np.float64)
         return
-    types = np.asarray(unit_type, dtype=np.int64)
-    width = int(types.max(initial=-1)) + 1
-    if width <= 32:  # a few types: one BLAS product with the units' one-hot types (exact: integer sums)
+    counts = _kept_counts(n, draws, seed, step)
+    if types is None:
+        for c in counts:
+            yield c.astype(np.float64)
+    elif width <= 32:  # a few types: one BLAS product with the units' one-hot types (exact: integer sums)
         one_hot = np.zeros((n, width))
         one_hot[np.arange(n), types] = 1.0
-        for counts in _count_chunks(n, draws, seed, step):
-            yield counts.astype(np.float64) @ one_hot
+        for c in counts:
+            yield c.astype(np.float64) @ one_hot
     else:  # many: the units ordered by type, their counts summed type by type
         by_type = np.argsort(types, kind="stable")
         starts = np.searchsorted(types[by_type], np.arange(width))
-        for counts in _count_chunks(n, draws, seed, step):
-            yield np.add.reduceat(counts[:, by_type], starts, axis=1, dtype=np.float64)
+        for c in counts:
+            yield np.add.reduceat(c[:, by_type], starts, axis=1, dtype=np.float64)
 
 
 def group_summer(unit: np.ndarray, group: np.ndarray, values: Sequence[np.ndarray], n_units: int, n_groups: int,

@@ -207,6 +207,31 @@ def test_bootstrap_weights_do_not_depend_on_the_chunk_size():
         assert np.array_equal(got, want), budget
 
 
+@pytest.mark.parametrize("n_types", [None, 3, 40])
+def test_a_stream_asked_for_again_is_read_back_with_the_same_counts(monkeypatch, n_types):
+    # First request: counted straight from the draws; second: counted and kept; third: read from
+    # what was kept. By unit, by a few types (a BLAS product) and by many (sums by type): every
+    # request must give the counts of the explicit resample, summed by type by hand.
+    monkeypatch.setattr(resampling, "_kept", {})
+    monkeypatch.setattr(resampling, "_asked", set())
+    n, draws = 300, 40
+    idx = np.random.default_rng(8).integers(0, n, size=(draws, n), dtype=np.int32)
+    want = np.stack([np.bincount(row, minlength=n) for row in idx])
+    types = None
+    if n_types is not None:
+        types = np.random.default_rng(1).integers(0, n_types, n)
+        types[:n_types] = np.arange(n_types)  # every type present
+        want = np.stack([np.bincount(types, weights=row, minlength=n_types) for row in want])
+    for request in range(3):
+        got = np.concatenate(list(bootstrap_weights(n, draws, seed=8, budget=7 * n, unit_type=types)))
+        assert np.array_equal(got, want), request
+        assert ((n, draws, 8) in resampling._kept) == (request > 0)  # kept from the second request on
+    monkeypatch.setattr(resampling, "SHARED_CELLS", 10)  # too big to keep: drawn anew, same counts
+    resampling._kept.clear()
+    got = np.concatenate(list(bootstrap_weights(n, draws, seed=8, unit_type=types)))
+    assert np.array_equal(got, want) and not resampling._kept
+
+
 def test_bootstrap_group_sums_equal_explicit_resampling():
     # rows (unit, group, value): units 0..3, groups 0..2 (group 1 has no rows, so its sums stay 0);
     # with the same draws, group g's sum is sum over rows of value × times the row's unit was drawn.

@@ -79,18 +79,49 @@ def test_no_figures_option(tmp_path):
 
 
 def test_the_drawing_process_gives_the_bytes_of_an_in_process_call_and_falls_back_when_it_dies():
-    from emolia_bench.figures import Drawer, overview_figures
+    from emolia_bench.figures import Drawer, ceiling_figure
 
-    summaries = [{"subset": "emolia-emo", "rater_coverage": {"1": 3, "3": 40},
-                  "agreement": {"human_pairwise_accuracy": 0.7, "human_pairwise_accuracy_ci95": [0.6, 0.8],
+    summaries = [{"subset": "emolia-emo", "agreement": {"human_pairwise_accuracy": 0.7, "human_pairwise_accuracy_ci95": [0.6, 0.8],
                                 "human_loo_accuracy": 0.75, "human_loo_accuracy_ci95": [0.7, 0.8]}}]
-    local = overview_figures(summaries)
+    local = ceiling_figure(summaries)
     drawer = Drawer()
     try:
-        assert drawer.result(drawer.submit(overview_figures, summaries)) == local
-        # the helper dies (its pool is shut down under it): the batch is drawn here instead
-        drawer.pool.shutdown(wait=True)
-        assert drawer.result(drawer.submit(overview_figures, summaries)) == local
+        assert drawer.process.is_alive()  # started at construction, before any batch
+        assert drawer.result(drawer.submit(ceiling_figure, summaries)) == local
+        # a batch that fails in the helper is drawn again here, so its error is raised here
+        with pytest.raises(KeyError):
+            drawer.result(drawer.submit(ceiling_figure, [{}]))
+        # the helper dies after a batch is sent: the batch is drawn here instead
+        handle = drawer.submit(ceiling_figure, summaries)
+        drawer.process.kill()
+        assert drawer.result(handle) == local
+        # and a batch submitted once it is dead too
+        assert drawer.result(drawer.submit(ceiling_figure, summaries)) == local
     finally:
         drawer.close()
-    assert Drawer(enabled=False).pool is None  # --no-figures starts nothing
+    assert not drawer.process.is_alive()
+    # a batch nobody asks for does not keep close() waiting
+    drawer = Drawer()
+    drawer.submit(ceiling_figure, summaries)
+    drawer.close()
+    assert not drawer.process.is_alive()
+    assert Drawer(enabled=False).process is None  # --no-figures starts nothing
+
+
+def test_figure_inputs_are_plain_and_draw_what_the_result_draws():
+    # What is sent to the drawing process must not need pandas to unpickle (the helper would
+    # import it: 0.22 s), and the charts drawn from it must be the charts drawn from the result.
+    import pickle
+
+    from emolia_bench.analysis import analyze_subset
+    from emolia_bench.figures import figure_inputs, subset_agreement_figures
+    from emolia_bench.io import load_annotations, load_flags, load_users
+    from emolia_bench.subsets import DIM, EMO
+
+    for subset in (EMO, DIM):
+        folder = WORKED / "input" / "annotations" / subset.name
+        r = analyze_subset(subset, load_annotations(folder / "annotations.csv", subset), load_users(folder / "users.csv"),
+                           load_flags(folder / "flags.csv", subset) if subset.has_flags else None, draws=50)
+        plain = figure_inputs(r.subset, r.tables, r.summary)
+        assert b"pandas" not in pickle.dumps(plain), subset.name
+        assert subset_agreement_figures(plain) == subset_agreement_figures(r), subset.name
