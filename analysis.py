@@ -86,20 +86,17 @@ def main() -> int:
     if unknown:
         raise InputError("--exclude-raters", f"no rater named {', '.join(sorted(unknown))} in the annotations; "
                                              "expected usernames as they appear in annotations.csv")
-    # Label every subset first: each subset's charts and the rater coverage need only the labels,
-    # so the helper process draws them while the agreement statistics are computed.
-    labelled, drawings, overview = [], [], []
-    for subset, annotations, _, flags in loaded:
+    # Each subset labelled, then analysed: its charts (and, once every subset is labelled, the
+    # rater coverage) need only the labels, so the helper process draws them meanwhile.
+    results, drawings, overview, coverage = [], [], [], []
+    for subset, annotations, users, flags in loaded:
         with phases("analyse"):
             lab = label_subset(subset, annotations, flags, exclude_raters=excluded)
-        labelled.append(lab)
+        coverage.append({"subset": subset.name, "rater_coverage": lab.rater_coverage})
         if not args.no_figures:
             drawings.append((subset.name, drawer.submit(subset_agreement_figures, figure_inputs(subset, lab.tables))))
-    if not args.no_figures:
-        overview.append(drawer.submit(coverage_figure, [{"subset": lab.subset.name, "rater_coverage": lab.rater_coverage}
-                                                        for lab in labelled]))
-    results = []
-    for lab, (_, _, users, flags) in zip(labelled, loaded, strict=True):
+            if len(coverage) == len(loaded):
+                overview.append(drawer.submit(coverage_figure, coverage))
         with phases("analyse"):
             results.append(analyze_labelled(lab, users, flags, seed=args.seed, draws=args.bootstrap_draws,
                                             min_items=args.min_items, dataset_root=args.dataset_root))
