@@ -15,6 +15,7 @@ import time
 STARTED = time.perf_counter()  # noqa: E402 - before the imports, for --timings
 
 import argparse  # noqa: E402
+import os  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 from emolia_bench.cli import Phases, run  # noqa: E402
@@ -68,6 +69,7 @@ def main() -> int:
     from emolia_bench.errors import InputError
     from emolia_bench.io import load_annotations, load_flags, load_users
     from emolia_bench.outputs import csv_bytes, json_bytes, write_outputs
+    from emolia_bench.parallel import SIDE_BY_SIDE_ROWS, forked_map
     from emolia_bench.reports import analysis_report, subset_section
     from emolia_bench.subsets import subsets_to_run
 
@@ -86,22 +88,27 @@ def main() -> int:
     if unknown:
         raise InputError("--exclude-raters", f"no rater named {', '.join(sorted(unknown))} in the annotations; "
                                              "expected usernames as they appear in annotations.csv")
-    # Each subset labelled, then analysed: its charts (and, once every subset is labelled, the
-    # rater coverage) need only the labels, so the helper process draws them meanwhile.
-    results, drawings, overview, coverage = [], [], [], []
-    for subset, annotations, users, flags in loaded:
-        with phases("analyse"):
-            lab = label_subset(subset, annotations, flags, exclude_raters=excluded)
-        coverage.append({"subset": subset.name, "rater_coverage": lab.rater_coverage})
-        if not args.no_figures:
-            drawings.append((subset.name, drawer.submit(subset_agreement_figures, figure_inputs(subset, lab.tables))))
-            if len(coverage) == len(loaded):
-                overview.append(drawer.submit(coverage_figure, coverage))
-        with phases("analyse"):
-            results.append(analyze_labelled(lab, users, flags, seed=args.seed, draws=args.bootstrap_draws,
-                                            min_items=args.min_items, dataset_root=args.dataset_root))
+    # Large exports: the subsets side by side, each in its own process (forked where the platform
+    # allows). A subset analysed in this process has its charts drawn while its agreement
+    # statistics are computed; one analysed beside it, once it is back.
+    here, early = os.getpid(), {}
+
+    def analyse(i: int):
+        subset, annotations, users, flags = loaded[i]
+        lab = label_subset(subset, annotations, flags, exclude_raters=excluded)
+        if not args.no_figures and os.getpid() == here:
+            early[i] = drawer.submit(subset_agreement_figures, figure_inputs(subset, lab.tables))
+        return analyze_labelled(lab, users, flags, seed=args.seed, draws=args.bootstrap_draws,
+                                min_items=args.min_items, dataset_root=args.dataset_root)
+
+    with phases("analyse"):
+        results = forked_map(analyse, len(loaded), fork=sum(len(a) for _, a, _, _ in loaded) >= SIDE_BY_SIDE_ROWS)
+    drawings, overview = [], []
     if not args.no_figures:
-        overview.append(drawer.submit(ceiling_figure, [r.summary for r in results]))
+        drawings = [(r.subset.name, early[i] if i in early else
+                     drawer.submit(subset_agreement_figures, figure_inputs(r.subset, r.tables))) for i, r in enumerate(results)]
+        overview = [drawer.submit(coverage_figure, [r.summary for r in results]),
+                    drawer.submit(ceiling_figure, [r.summary for r in results])]
     outputs, links = {}, {}
     with phases("write"):
         for r in results:

@@ -13,6 +13,7 @@ two servers); the logic lives here, as plain functions over DataFrames, one modu
 - ``labels``        cleaning, majority vote, benchmark labels and slice tables
 - ``agreement``     inter-rater agreement and the human upper bound
 - ``resampling``    the bootstrap: grouped sums of counts over resampled units (items, clips)
+- ``parallel``      a stage's subsets side by side in forked processes (large exports)
 - ``metrics``       classification and ranking metrics, slice tables with clip intervals, curves
 - ``raters``        rater profiles: speed, present share, agreement with the others, who stands out
 - ``analysis``      one subset's analysis: labels, agreement, summary.json

@@ -20,7 +20,6 @@ value is an integer count every sum is exact, so merging changes no result.
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable, Sequence
 
@@ -215,12 +214,11 @@ def interchangeable_units(unit: np.ndarray, group: np.ndarray, values: Sequence[
 
 
 def threads() -> int:
-    """Threads for the resamples: the cores this process may use, at most 8."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        cores = os.cpu_count() or 1
-    return max(1, min(8, cores))
+    """Threads for the resamples: the cores this process may use, shared among the jobs running
+    side by side (:data:`parallel.SHARING`), at most 8."""
+    from . import parallel
+
+    return max(1, min(8, parallel.cores() // parallel.SHARING))
 
 
 def map_chunks(function: Callable[[np.ndarray], np.ndarray], chunks, workers: int | None = None) -> np.ndarray:
