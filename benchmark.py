@@ -194,8 +194,8 @@ def main() -> int:
         results.append(r)
         failed += r.summary["evaluation_errors"]
         # drawn in the helper process while the next subset is scored and evaluated
-        drawings.append(None if args.no_figures else drawer.submit(benchmark_figures, figure_inputs(r.subset, r.tables, r.summary), r.truth,
-                                                                        r.scores))
+        inputs = None if args.no_figures else figure_inputs(r.subset, r.tables, r.summary)
+        drawings.append(None if inputs is None else drawer.submit(benchmark_figures, inputs, r.truth, r.scores))
 
     outputs = {}
     for r, drawing in zip(results, drawings, strict=True):

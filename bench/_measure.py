@@ -42,12 +42,26 @@ def machine_speed() -> str:
     return f'machine speed: python -m timeit "sum(range(10**6))": {out.stdout.strip()}'
 
 
+FLOOR = [sys.executable, "-c", "import pandas, matplotlib.figure, matplotlib.backends.backend_agg"]
+
+
 def import_floor(repeat: int = 5) -> float:
     """F: the best wall time of importing what every stage that draws needs (pandas and
     matplotlib's Agg figure), in a fresh interpreter with bytecode cached — the floor any
     such stage stands on. Stages are stated as multiples of it, measured in the same run."""
-    cmd = [sys.executable, "-c", "import pandas, matplotlib.figure, matplotlib.backends.backend_agg"]
-    return min(measure(cmd)["wall"] for _ in range(repeat))
+    return min(measure(FLOOR)["wall"] for _ in range(repeat))
+
+
+def against_floor(cmd: list[str], repeat: int, cwd=None) -> tuple[dict, float]:
+    """``repeat`` runs of ``cmd``, each right after a run of F's command: (the best run, the best
+    F among those taken beside it). A bench runs for minutes on a machine whose speed drifts —
+    F measured 0.555 s and 0.754 s at the start of two runs of the same morning — so a stage is
+    divided by the F taken beside it, not by one taken minutes earlier."""
+    runs, floors = [], []
+    for _ in range(repeat):
+        floors.append(measure(FLOOR)["wall"])
+        runs.append(measure(cmd, cwd))
+    return min(runs, key=lambda r: r["wall"]), min(floors)
 
 
 def timings(cmd: list[str], cwd=None) -> dict[str, float]:
