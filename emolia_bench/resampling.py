@@ -136,10 +136,11 @@ def group_summer(unit: np.ndarray, group: np.ndarray, values: Sequence[np.ndarra
     Rows of one (unit, group) cell are summed first (values are counts: exact). Then either the
     units × groups table, dense, is one BLAS product per chunk (``"dense"``), or each chunk
     gathers the cells' weights and sums them by group (``"gathered"``, chunk × cells). By default
-    the cheaper for the chunk at hand: the product reads the whole table once per chunk however
-    few resamples it holds, the gather costs a few passes over chunk × cells (a clips × 59
-    dimensions table that is 98 % empty, 4 resamples a chunk: the gather is 6× faster; a 1,158 ×
-    60 table at 226 resamples a chunk: the product). No table over ``dense_cells`` is built.
+    the cheaper for the chunk at hand, by a rough cost model: the product reads the whole table
+    once per chunk however few resamples it holds, the gather costs a few passes over chunk ×
+    cells. Measured per chunk (two value arrays): 29,582 clips × 59 groups, 98 % empty, 4
+    resamples — product 2.9 ms, gather 1.5 ms; 1,158 kinds × 60 slices, 226 resamples — product
+    0.8 ms, gather 3.3 ms. No table over ``dense_cells`` is built.
     """
     unit, group = np.asarray(unit, dtype=np.int64), np.asarray(group, dtype=np.int64)
     cells, at = np.unique(unit * n_groups + group, return_inverse=True)
