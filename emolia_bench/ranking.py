@@ -112,10 +112,9 @@ def _auroc(ranks_pos_sum, w_pos, w_neg):
 
 
 def auroc_with_intervals(truth: np.ndarray, scores: np.ndarray, clips: np.ndarray, categories: np.ndarray,
-                         seed: int, draws: int, path: str | None = None) -> dict:
+                         seed: int, draws: int) -> dict:
     """``{"auroc", "auroc_ci95", "macro_auroc", "macro_auroc_ci95", "n_categories"}`` (module
-    docstring); values None where undefined. ``path="rows"`` forces the row-by-row midranks even
-    for untied scores (for the tests: both computations give the same numbers)."""
+    docstring); values None where undefined."""
     t = np.asarray(truth, dtype=np.float64)
     s = np.asarray(scores, dtype=np.float64)
     if len(t) == 0:
@@ -139,21 +138,13 @@ def auroc_with_intervals(truth: np.ndarray, scores: np.ndarray, clips: np.ndarra
             warnings.simplefilter("ignore", RuntimeWarning)
             return np.column_stack([a[:, 0], np.nanmean(a[:, 1:], axis=1)])
 
-    if path == "rows":
-        def statistic(wc):  # the midrank of every row of every resample
-            ws = wc[:, clip_sorted]
-            wp = ws * pos
-            w_pos = _group_sums(wp, starts)
-            return overall_and_macro(_auroc(_group_sums(wp * ranks.midranks_sorted(ws), starts), w_pos,
-                                            _group_sums(ws, starts) - w_pos))
-    else:
-        def statistic(wc):  # the same sums from one running sum (_running_midranks); exact integers
-            ws = wc[:, clip_sorted]
-            r, w_all, before, _ = _running_midranks(ws, ranks)
-            ws *= pos
-            w_pos = _group_sums(ws, starts)
-            r *= pos
-            return overall_and_macro(_auroc(_group_sums(r, starts) - before * w_pos, w_pos, w_all - w_pos))
+    def statistic(wc):  # Σ_pos w·midrank from one running sum (_running_midranks); exact integers
+        ws = wc[:, clip_sorted]
+        r, w_all, before, _ = _running_midranks(ws, ranks)
+        ws *= pos
+        w_pos = _group_sums(ws, starts)
+        r *= pos
+        return overall_and_macro(_auroc(_group_sums(r, starts) - before * w_pos, w_pos, w_all - w_pos))
 
     full = statistic(np.ones((1, n_clips)))[0]
     stats = map_chunks(statistic, _clip_weights(len(rows), clip[rows], draws, seed))
