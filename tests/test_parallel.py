@@ -82,3 +82,32 @@ def test_subsets_analysed_side_by_side_equal_subsets_analysed_in_turn():
         return json_bytes(r.summary), {f: csv_bytes(t) for f, t in r.tables.items()}, csv_bytes(r.votes)
 
     assert forked_map(job, 2) == forked_map(job, 2, fork=False)
+
+
+def test_analysis_py_with_its_subsets_side_by_side_writes_the_same_bytes(tmp_path, monkeypatch):
+    # The worked example is far below the size from which analysis.py forks; with the threshold
+    # at 0 it analyses its two subsets side by side. Every file it writes — tables, summaries,
+    # reports and figures (the second subset's charts are sent to the drawing process only once
+    # its process is back) — must be the bytes of the usual run.
+    import runpy
+    import shutil
+
+    from emolia_bench import parallel
+
+    from .conftest import REPO, run_script, snapshot
+
+    root = tmp_path / "worked"
+    shutil.copytree(WORKED / "input", root)
+    assert run_script("analysis.py", "--output-root", tmp_path / "in_turn", cwd=root, figures=True).returncode == 0
+    monkeypatch.setattr(parallel, "SIDE_BY_SIDE_ROWS", 0)
+    monkeypatch.chdir(root)
+    monkeypatch.setattr(sys, "argv", ["analysis.py", "--output-root", str(tmp_path / "side_by_side")])
+    forks = []
+    real_fork = os.fork
+    monkeypatch.setattr(os, "fork", lambda: forks.append(1) or real_fork())
+    with pytest.raises(SystemExit) as done:
+        runpy.run_path(str(REPO / "analysis.py"), run_name="__main__")
+    assert done.value.code == 0
+    assert len(forks) == (1 if FORKS else 0)  # the second subset went to a process of its own
+    got, want = snapshot(tmp_path / "side_by_side"), snapshot(tmp_path / "in_turn")
+    assert any(name.endswith(".png") for name in want) and got == want
