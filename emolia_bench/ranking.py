@@ -31,6 +31,21 @@ import pandas as pd
 from .resampling import BUDGET, bootstrap_weights, group_summer, map_chunks, percentile_interval
 
 
+def _counts_by(clip: np.ndarray, key: np.ndarray, n_clips: int, n_keys: int):
+    """``f -> f @ M`` with ``M[c, k]`` the rows of clip c with key k: any per-clip quantity of a
+    resample (resamples × clips) summed over each key's rows, in one product."""
+    summer = group_summer(clip, key, [np.ones(len(clip))], n_clips, n_keys)
+    return lambda per_clip: summer(per_clip)[0]
+
+
+def _group_offsets(running: np.ndarray, first: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """From a running sum of weights over columns grouped contiguously (``first``: each group's
+    first column): ``(W_g, B_g)``, each group's weight and the weight of the groups before it."""
+    last = running[:, np.r_[first[1:] - 1, running.shape[1] - 1]]
+    before = np.c_[np.zeros(len(running)), last[:, :-1]]
+    return last - before, before
+
+
 class GroupedRanks:
     """Precomputed orderings for the weighted midranks of ``values`` within each group.
 
@@ -56,9 +71,7 @@ class GroupedRanks:
         # summed by level — one product with a clips × levels table instead of passes over rows
         self.level_weights = None
         if clip is not None and len(v) and len(self.level_start) * 8 <= len(v):
-            n_clips = int(clip.max()) + 1
-            summer = group_summer(clip, self.row_level, [np.ones(len(v))], n_clips, len(self.level_start))
-            self.level_weights = lambda wc: summer(wc)[0]
+            self.level_weights = _counts_by(clip, self.row_level, int(clip.max()) + 1, len(self.level_start))
         self.clip_sorted = None if clip is None else clip[self.order]
         #: the group of each tie level (levels are ordered by group)
         self.level_group = g[self.level_start] if len(v) else np.empty(0, np.int64)
@@ -66,10 +79,9 @@ class GroupedRanks:
     def _level_ranks(self, level_w: np.ndarray) -> np.ndarray:
         """Each tie level's midrank (resamples × levels) from the levels' weights."""
         ranks = np.cumsum(level_w, axis=1)  # inclusive of the level
-        ranks -= (level_w - 1) * 0.5  # = (weight below) + (level weight + 1) / 2
         if len(self.group_start) > 1:  # weight of the earlier groups is not below anything of this one
-            before = ranks[:, self.first_level[1:]] - (level_w[:, self.first_level[1:]] + 1) * 0.5
-            ranks -= np.repeat(np.c_[np.zeros(len(ranks)), before], np.diff(np.r_[self.first_level, ranks.shape[1]]), axis=1)
+            ranks -= _group_offsets(ranks, self.first_level)[1][:, self.level_group]
+        ranks -= (level_w - 1) * 0.5  # = (weight below) + (level weight + 1) / 2
         return ranks
 
     def midranks_sorted(self, ws: np.ndarray) -> np.ndarray:
@@ -154,13 +166,6 @@ def auroc_with_intervals(truth: np.ndarray, scores: np.ndarray, clips: np.ndarra
             "macro_auroc_ci95": percentile_interval(stats[:, 1]), "n_categories": int(sum(defined))}
 
 
-def _counts_by(clip: np.ndarray, key: np.ndarray, n_clips: int, n_keys: int):
-    """``f -> f @ M`` with ``M[c, k]`` the rows of clip c with key k: any per-clip quantity of a
-    resample (resamples × clips) summed over each key's rows, in one product."""
-    summer = group_summer(clip, key, [np.ones(len(clip))], n_clips, n_keys)
-    return lambda per_clip: summer(per_clip)[0]
-
-
 def _running_midranks(ws: np.ndarray, ranks: GroupedRanks) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """From the rows' weights ``ws`` in ``ranks``' sorted order (resamples × rows): ``(r, W_g, B_g,
     W_t)`` with r = w × (midrank + B_g) for every row, W_g each group's weight, B_g the weight of
@@ -168,8 +173,7 @@ def _running_midranks(ws: np.ndarray, ranks: GroupedRanks) -> tuple[np.ndarray, 
     tie level is a block of W_t copies above everything before it in the running sum C, so its
     midrank is C(level's end) − B_g − (W_t − 1)/2: one running sum, no per-group correction."""
     r = np.cumsum(ws, axis=1)
-    last = r[:, np.r_[ranks.group_start[1:] - 1, ws.shape[1] - 1]]
-    before = np.c_[np.zeros(len(ws)), last[:, :-1]]
+    w_group, before = _group_offsets(r, ranks.group_start)
     if ranks.ties:
         ends = r[:, np.r_[ranks.level_start[1:] - 1, ws.shape[1] - 1]]
         w_tie = np.diff(ends, axis=1, prepend=0.0)
@@ -181,7 +185,7 @@ def _running_midranks(ws: np.ndarray, ranks: GroupedRanks) -> tuple[np.ndarray, 
         half *= 0.5
         r -= half
     r *= ws
-    return r, last - before, before, w_tie
+    return r, w_group, before, w_tie
 
 
 def _spearman_ranked_against_levels(rx: GroupedRanks, ry: GroupedRanks):
@@ -227,24 +231,29 @@ def _spearman_ranked_against_levels(rx: GroupedRanks, ry: GroupedRanks):
     return statistic
 
 
-def _spearman_levels(rx: GroupedRanks, ry: GroupedRanks, clip: np.ndarray, code: np.ndarray, n_clips: int):
+def _spearman_levels(rx: GroupedRanks, ry: GroupedRanks, clip: np.ndarray, n_clips: int):
     """The statistic ``clip counts -> ρ by group`` when both x and y have few levels (a rating
     against the mean of the others'): every sum is over (x level, y level) cells, whose weights are
-    one product with a clips × cells table. Exact, as :func:`_spearman_ranked_against_levels`."""
-    n_groups = int(code.max()) + 1
-    group_rows = _counts_by(clip, code, n_clips, n_groups)
-    cells, cell_of_row = np.unique(rx.row_level * len(ry.level_start) + ry.row_level, return_inverse=True)
-    cell_x, cell_y = cells // len(ry.level_start), cells % len(ry.level_start)
+    one product with a clips × cells table; the levels' and groups' weights are their sums. Exact,
+    as :func:`_spearman_ranked_against_levels`."""
+    ly = len(ry.level_start)
+    cells, cell_of_row = np.unique(rx.row_level * ly + ry.row_level, return_inverse=True)
+    cell_x, cell_y = cells // ly, cells % ly  # cells are ordered by x level, so by group
     cell_rows = _counts_by(clip, cell_of_row.ravel(), n_clips, len(cells))
-    cell_starts = np.searchsorted(rx.level_group[cell_x], np.arange(n_groups))  # cells are ordered by group
+    x_starts = np.searchsorted(cell_x, np.arange(len(rx.level_start)))
+    by_y = np.argsort(cell_y, kind="stable")
+    y_starts = np.searchsorted(cell_y[by_y], np.arange(ly))
+    cell_starts = np.searchsorted(rx.level_group[cell_x], np.arange(len(rx.group_start)))
 
     def statistic(wc):
-        wx, wy, w_group = rx.level_weights(wc), ry.level_weights(wc), group_rows(wc)
+        n = cell_rows(wc)
+        wx, wy = np.add.reduceat(n, x_starts, axis=1), np.add.reduceat(n[:, by_y], y_starts, axis=1)
+        w_group = np.add.reduceat(wx, rx.first_level, axis=1)
         with np.errstate(invalid="ignore", divide="ignore"):
             m = w_group * (w_group + 1) / 2 / w_group
             da = rx._level_ranks(wx) - m[:, rx.level_group]
             db = ry._level_ranks(wy) - m[:, ry.level_group]
-            s_xy = np.add.reduceat(cell_rows(wc) * da[:, cell_x] * db[:, cell_y], cell_starts, axis=1)
+            s_xy = np.add.reduceat(n * da[:, cell_x] * db[:, cell_y], cell_starts, axis=1)
             s_xx = np.add.reduceat(wx * da * da, rx.first_level, axis=1)
             s_yy = np.add.reduceat(wy * db * db, ry.first_level, axis=1)
             return s_xy / np.sqrt(s_xx * s_yy)
@@ -287,7 +296,7 @@ def spearman_statistic(x: np.ndarray, y: np.ndarray, clip: np.ndarray, code: np.
     if path is None:
         path = "levels" if few_x and few_y else "ranked" if few_y else "rows"
     if path == "levels":
-        return _spearman_levels(rx, ry, clip, code, n_clips)
+        return _spearman_levels(rx, ry, clip, n_clips)
     if path == "ranked":
         return _spearman_ranked_against_levels(rx, ry)
     return _spearman_rows(rx, ry, clip, starts, sizes)

@@ -48,14 +48,21 @@ _kept_lock = threading.Lock()
 
 
 def _draws(n: int, draws: int, seed: int, step: int):
-    """The stream itself: ``k × n`` arrays of the drawn units' indices, offset by ``row × n`` (ready
-    for one bincount), ``step`` resamples a chunk."""
+    """The stream itself: ``(k, idx)`` with ``idx`` the ``k × n`` drawn units' indices, ``step``
+    resamples a chunk."""
     rng = np.random.default_rng(seed)
     for start in range(0, draws, step):
         k = min(step, draws - start)
         # int32 draws are ~3x faster than int64; the budget keeps k * n far below 2**31
         idx = rng.integers(0, n, size=(k, n), dtype=np.int32)
         yield k, idx
+
+
+def _counted(idx: np.ndarray, width: int) -> np.ndarray:
+    """``k × width`` counts of the values 0..width-1 in each row of ``idx`` (one bincount)."""
+    k = len(idx)
+    idx += (np.arange(k, dtype=np.int32) * np.int32(width))[:, None]
+    return np.bincount(idx.ravel(), minlength=k * width).reshape(k, width)
 
 
 def _kept_counts(n: int, draws: int, seed: int, step: int):
@@ -70,8 +77,7 @@ def _kept_counts(n: int, draws: int, seed: int, step: int):
     keep = np.empty((draws, n), np.uint8)
     start = 0
     for k, idx in _draws(n, draws, seed, step):
-        idx += (np.arange(k, dtype=np.int32) * np.int32(n))[:, None]
-        counts = np.bincount(idx.ravel(), minlength=k * n).reshape(k, n)
+        counts = _counted(idx, n)
         if keep is not None:
             if n > 255 and counts.max(initial=0) > 255:  # a byte cannot hold it: keep nothing
                 keep = None
@@ -105,11 +111,8 @@ def bootstrap_weights(n: int, draws: int, seed: int, budget: int = BUDGET, unit_
         _asked.add(key)
     if not keep:  # straight from the draws: each chunk counted once, by unit or by type
         types32 = None if types is None else types.astype(np.int32)
-        for k, idx in _draws(n, draws, seed, step):
-            if types32 is not None:
-                idx = types32[idx]
-            idx += (np.arange(k, dtype=np.int32) * np.int32(width))[:, None]
-            yield np.bincount(idx.ravel(), minlength=k * width).reshape(k, width).astype(np.float64)
+        for _, idx in _draws(n, draws, seed, step):
+            yield _counted(idx if types32 is None else types32[idx], width).astype(np.float64)
         return
     counts = _kept_counts(n, draws, seed, step)
     if types is None:
