@@ -74,11 +74,6 @@ class Labelled:
     labels: pd.DataFrame
     tables: dict[str, pd.DataFrame]  # file name -> slice table
 
-    @property
-    def rater_coverage(self) -> dict[str, int]:
-        """Items by number of raters (``{"1": items rated once, …}``)."""
-        return {str(k): int(v) for k, v in self.items["n_raters"].value_counts().sort_index().items()}
-
 
 def label_subset(subset: Subset, ann: pd.DataFrame, flags: pd.DataFrame | None,
                  exclude_raters: tuple[str, ...] = ()) -> Labelled:
@@ -135,7 +130,7 @@ def analyze_labelled(lab: Labelled, users: pd.DataFrame, flags: pd.DataFrame | N
     }
     if subset.has_flags:
         s["items_flagged"] = int(items["flagged"].sum())
-    s["rater_coverage"] = lab.rater_coverage
+    s["rater_coverage"] = {str(k): int(v) for k, v in n.value_counts().sort_index().items()}
     s["annotators"] = users["username"].tolist()
     s["agreement"] = agreement
     s["augmented_agreement"] = augmented
