@@ -15,14 +15,13 @@ import time
 STARTED = time.perf_counter()  # noqa: E402 - before the imports, for --timings
 
 import argparse  # noqa: E402
-import os  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 from emolia_bench.cli import Phases, run  # noqa: E402
 from emolia_bench.defaults import BOOTSTRAP_DRAWS, BOOTSTRAP_SEED, MIN_ITEMS, SUBSET_NAMES  # noqa: E402
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--annotations-root", type=Path, default=Path("annotations"),
                         help="folder with one anonymized export folder per subset (default: annotations)")
@@ -46,39 +45,26 @@ def main() -> int:
     parser.add_argument("--dataset-root", type=Path,
                         help="optional: the clips, to compare reaction times with clip durations in the rater profiles "
                              "(a <clip>.json sidecar with {\"duration\": seconds}, else the audio header)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.bootstrap_draws < 1000:
         parser.error("--bootstrap-draws must be at least 1000")
     if args.min_items < 1:
         parser.error("--min-items must be at least 1")
     excluded = tuple(sorted({u.strip() for u in args.exclude_raters.split(",") if u.strip()}))
 
-    # The figures' helper process first, so that its start and matplotlib's import overlap ours
-    from emolia_bench.figures import (
-        Drawer,
-        analysis_links,
-        ceiling_figure,
-        coverage_figure,
-        figure_inputs,
-        subset_agreement_figures,
-    )
-
-    drawer = Drawer(enabled=not args.no_figures)
     # Heavy imports after argument parsing, so --help is instant.
-    from emolia_bench.analysis import analyze_labelled, label_subset
+    from emolia_bench.analysis import analyze_subset
     from emolia_bench.errors import InputError
     from emolia_bench.io import load_annotations, load_flags, load_users
     from emolia_bench.outputs import csv_bytes, json_bytes, write_outputs
-    from emolia_bench.parallel import SIDE_BY_SIDE_ROWS, forked_map
     from emolia_bench.reports import analysis_report, subset_section
+    from emolia_bench.resampling import Bootstrap, default_threads
     from emolia_bench.subsets import subsets_to_run
 
     phases = Phases(args.timings, STARTED)
     loaded = []
     with phases("load"):
-        chosen = subsets_to_run(args.subsets, args.annotations_root, "annotations.csv")
-    for subset in chosen:
-        with phases("load"):
+        for subset in subsets_to_run(args.subsets, args.annotations_root, "annotations.csv"):
             folder = args.annotations_root / subset.name
             annotations = load_annotations(folder / "annotations.csv", subset)
             users = load_users(folder / "users.csv")
@@ -88,27 +74,13 @@ def main() -> int:
     if unknown:
         raise InputError("--exclude-raters", f"no rater named {', '.join(sorted(unknown))} in the annotations; "
                                              "expected usernames as they appear in annotations.csv")
-    # Large exports: the subsets side by side, each in its own process (forked where the platform
-    # allows). A subset analysed in this process has its charts drawn while its agreement
-    # statistics are computed; one analysed beside it, once it is back.
-    here, early = os.getpid(), {}
 
-    def analyse(i: int):
-        subset, annotations, users, flags = loaded[i]
-        lab = label_subset(subset, annotations, flags, exclude_raters=excluded)
-        if not args.no_figures and os.getpid() == here:
-            early[i] = drawer.submit(subset_agreement_figures, figure_inputs(subset, lab.tables))
-        return analyze_labelled(lab, users, flags, seed=args.seed, draws=args.bootstrap_draws,
-                                min_items=args.min_items, dataset_root=args.dataset_root)
-
+    bootstrap = Bootstrap(draws=args.bootstrap_draws, seed=args.seed, threads=default_threads())
     with phases("analyse"):
-        results = forked_map(analyse, len(loaded), fork=sum(len(a) for _, a, _, _ in loaded) >= SIDE_BY_SIDE_ROWS)
-    drawings, overview = [], []
-    if not args.no_figures:
-        drawings = [(r.subset.name, early[i] if i in early else
-                     drawer.submit(subset_agreement_figures, figure_inputs(r.subset, r.tables))) for i, r in enumerate(results)]
-        overview = [drawer.submit(coverage_figure, [r.summary for r in results]),
-                    drawer.submit(ceiling_figure, [r.summary for r in results])]
+        results = [analyze_subset(subset, annotations, users, flags, bootstrap=bootstrap, min_items=args.min_items,
+                                  exclude_raters=excluded, dataset_root=args.dataset_root)
+                   for subset, annotations, users, flags in loaded]
+
     outputs, links = {}, {}
     with phases("write"):
         for r in results:
@@ -121,10 +93,11 @@ def main() -> int:
             outputs[f"{name}/votes.csv"] = csv_bytes(r.votes)
             outputs[f"{name}/summary.json"] = json_bytes(r.summary)
     if not args.no_figures:
-        with phases("figures"):  # what is left of the drawing once the tables are ready
-            pngs, links = analysis_links([drawer.result(o) for o in overview], [(n, drawer.result(d)) for n, d in drawings])
+        with phases("figures"):
+            from emolia_bench.figures import analysis_figures
+
+            pngs, links = analysis_figures(results)
             outputs.update(pngs)
-        drawer.close()
     with phases("write"):
         for r in results:
             outputs[f"{r.subset.name}/report.md"] = subset_section(r, level=1, figures=links.get(r.subset.name)).encode()

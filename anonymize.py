@@ -18,7 +18,7 @@ from emolia_bench.cli import run
 from emolia_bench.defaults import SUBSET_NAMES
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--raw-root", type=Path, default=Path("annotations_raw"),
                         help="folder with one raw export folder per subset (default: annotations_raw)")
@@ -26,7 +26,7 @@ def main() -> int:
                         help="where the anonymized folders are written (default: annotations)")
     parser.add_argument("--subsets", nargs="+", default=["both"], choices=[*SUBSET_NAMES, "both"],
                         help="subsets to process (default: both = every subset folder under --raw-root)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     from emolia_bench.anonymize import MAP_FILE, anonymize_subset
     from emolia_bench.outputs import csv_bytes, write_outputs

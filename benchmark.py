@@ -42,7 +42,7 @@ from emolia_bench.defaults import MIN_CLASS_ROWS, SUBSET_NAMES  # noqa: E402
 from emolia_bench.presets import PRESETS, add_loading_options  # noqa: E402
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--subset", default="both", choices=[*SUBSET_NAMES, "both"], help="subset to score (default: both = every subset analysis.py wrote labels for)")
     p.add_argument("--analysis-root", type=Path, default=Path("analysis_outputs"),
@@ -111,7 +111,7 @@ def main() -> int:
     s.add_argument("--timings", action="store_true", help="print the seconds each phase took (to stderr)")
     s.add_argument("--no-figures", action="store_true",
                    help="skip the PNG figures (matplotlib's import alone takes about a second)")
-    args = p.parse_args()
+    args = p.parse_args(argv)
     if args.workers < 1 or args.timeout <= 0 or (args.limit is not None and args.limit < 0):
         p.error("--workers must be >= 1, --timeout > 0 and --limit >= 0")
     if args.cv_folds < 2:
@@ -123,6 +123,7 @@ def main() -> int:
     from emolia_bench.outputs import csv_bytes, json_bytes, write_outputs
     from emolia_bench.presets import resolve_model
     from emolia_bench.reports import benchmark_report
+    from emolia_bench.resampling import Bootstrap, default_threads
     from emolia_bench.scorers import get_scorer, progress_bar
     from emolia_bench.selection import (
         Filters,
@@ -160,9 +161,6 @@ def main() -> int:
 
     # Load and select every subset before scoring, so bad input stops the run before any work.
     phases = Phases(args.timings, STARTED)
-    from emolia_bench.figures import Drawer, benchmark_figures, figure_inputs
-
-    drawer = Drawer(enabled=not args.no_figures)  # imports matplotlib while the subsets are scored
     plans = []
     chosen = subsets_to_run(args.subset, args.analysis_root, "benchmark_labels.csv")
     templates = templates_by_subset(args.prompt_template, chosen)  # each template to the subset whose field it names
@@ -177,7 +175,8 @@ def main() -> int:
             rows = build_rows(kept, subset, args.dataset_root, (templates[subset.name] or [None])[0])
             plans.append((subset, rows, stats, votes, human))
 
-    results, drawings, failed = [], [], 0
+    bootstrap = Bootstrap(draws=args.bootstrap_draws, seed=args.seed, threads=default_threads())
+    results, failed = [], 0
     for subset, rows, stats, votes, human in plans:
         with phases("score"):
             with_audio = rows[rows["scorable"]]
@@ -188,22 +187,21 @@ def main() -> int:
             predictions = predictions_frame(rows, result, subset, args.threshold, args.dataset_root, per_template)
             r = evaluate(subset, rows, predictions, mode=scorer.mode, endpoint=scorer.endpoint, threshold=args.threshold,
                          filter_mode=filters.mode_name(subset), filter_stats=stats, human=human, votes=votes,
-                         seed=args.seed, draws=args.bootstrap_draws, min_class_rows=args.min_class_rows,
+                         bootstrap=bootstrap, min_class_rows=args.min_class_rows,
                          cv_folds=args.cv_folds, cv_seed=args.cv_seed, scorer_info=scorer.info(),
                          templates=templates[subset.name])
         results.append(r)
         failed += r.summary["evaluation_errors"]
-        # drawn in the helper process while the next subset is scored and evaluated
-        inputs = None if args.no_figures else figure_inputs(r.subset, r.tables, r.summary)
-        drawings.append(None if inputs is None else drawer.submit(benchmark_figures, inputs, r.truth, r.scores))
 
     outputs = {}
-    for r, drawing in zip(results, drawings, strict=True):
+    for r in results:
         name = r.subset.name
         links = None
-        if drawing is not None:
-            with phases("figures"):  # what is left of the drawing by now
-                pngs, links = drawer.result(drawing)
+        if not args.no_figures:
+            with phases("figures"):
+                from emolia_bench.figures import benchmark_figures
+
+                pngs, links = benchmark_figures(r, r.truth, r.scores)
                 outputs.update({f"{name}/{file}": data for file, data in pngs.items()})
         with phases("write"):
             outputs[f"{name}/predictions.csv"] = csv_bytes(r.predictions)
@@ -211,7 +209,6 @@ def main() -> int:
                 outputs[f"{name}/{file}"] = csv_bytes(table)
             outputs[f"{name}/summary.json"] = json_bytes(r.summary)
             outputs[f"{name}/report.md"] = benchmark_report(r, figures=links).encode()
-    drawer.close()
     with phases("write"):
         write_outputs(args.output_dir, outputs)
     phases.report()

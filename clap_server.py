@@ -20,7 +20,7 @@ from pathlib import Path
 from emolia_bench.presets import PRESETS, add_loading_options, resolve_model
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", required=True, metavar="PRESET_OR_PATH_OR_ID",
                    help=f"a preset ({', '.join(PRESETS)}), or a transformers ClapModel checkpoint, a checkpoint with its "
@@ -38,7 +38,7 @@ def main() -> int:
     p.add_argument("--receive-timeout", type=float, default=10.0,
                    help="seconds for a request's headers and body to arrive before it is refused with 408 (default: 10)")
     p.add_argument("--dataset-root", type=Path, help="serve requests that name audio_path inside this folder")
-    args = p.parse_args()
+    args = p.parse_args(argv)
     if args.dataset_root is not None and not args.dataset_root.is_dir():
         print(f"error: --dataset-root {args.dataset_root}: not a folder", file=sys.stderr)
         return 2

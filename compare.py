@@ -18,7 +18,7 @@ from emolia_bench.cli import run
 from emolia_bench.defaults import BOOTSTRAP_DRAWS, BOOTSTRAP_SEED
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("runs", nargs="+", type=Path, help="benchmark output folders (two or more)")
     p.add_argument("--names", nargs="+", help="display names, one per run (default: the folder names)")
@@ -27,7 +27,7 @@ def main() -> int:
     p.add_argument("--bootstrap-draws", type=int, default=BOOTSTRAP_DRAWS, help=f"paired bootstrap draws (default: {BOOTSTRAP_DRAWS})")
     p.add_argument("--seed", type=int, default=BOOTSTRAP_SEED, help=f"bootstrap seed (default: {BOOTSTRAP_SEED})")
     p.add_argument("--no-figures", action="store_true", help="skip comparison.png")
-    args = p.parse_args()
+    args = p.parse_args(argv)
     if len(args.runs) < 2:
         p.error("give at least two runs to compare")
     names = args.names or [r.name if [x.name for x in args.runs].count(r.name) == 1 else f"{r.parent.name}/{r.name}"
@@ -38,8 +38,10 @@ def main() -> int:
     from emolia_bench.compare import compare
     from emolia_bench.outputs import csv_bytes, json_bytes, write_outputs
     from emolia_bench.reports import comparison_report
+    from emolia_bench.resampling import Bootstrap, default_threads
 
-    board, pairs = compare(args.runs, names, args.seed, args.bootstrap_draws)
+    bootstrap = Bootstrap(draws=args.bootstrap_draws, seed=args.seed, threads=default_threads())
+    board, pairs = compare(args.runs, names, bootstrap=bootstrap)
     outputs = {
         "leaderboard.csv": csv_bytes(board),
         "pairwise.csv": csv_bytes(pairs),

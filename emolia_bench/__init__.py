@@ -8,12 +8,11 @@ two servers); the logic lives here, as plain functions over DataFrames, one modu
 - ``cli``           the one place where errors become exit codes
 - ``subsets``       the two subsets described once, as data
 - ``io``            loaders that validate every input at the boundary
-- ``outputs``       strict JSON, CSV bytes as pandas writes them, atomic sets of output files
+- ``outputs``       strict JSON, CSV through pandas, atomic sets of output files
 - ``anonymize``     username replacement with a stable map
 - ``labels``        cleaning, majority vote, benchmark labels and slice tables
 - ``agreement``     inter-rater agreement and the human upper bound
-- ``resampling``    the bootstrap: grouped sums of counts over resampled units (items, clips)
-- ``parallel``      a stage's subsets side by side in forked processes (large exports)
+- ``resampling``    the bootstrap: one explicit Bootstrap value, resampled units (items, clips)
 - ``metrics``       classification and ranking metrics, slice tables with clip intervals, curves
 - ``raters``        rater profiles: speed, present share, agreement with the others, who stands out
 - ``analysis``      one subset's analysis: labels, agreement, summary.json
@@ -32,7 +31,6 @@ two servers); the logic lives here, as plain functions over DataFrames, one modu
 - ``paths``         clip paths sent by clients, resolved inside the dataset root or refused
 - ``sham_server``   the stand-in similarity endpoint (standard library only)
 - ``clap_server``   a real CLAP model behind the same endpoint contract (FastAPI)
-- ``lazy_imports``  modules our dependencies import but we never use, bound lazily (start-up time)
 - ``presets``       named models (LAION's VoiceCLAP family): hub id, backend, audio defaults
 - ``templates``     prompt templates: each wording scored, their ensemble and its spread
 - ``tiny_clap``     tiny randomly initialised models (a CLAP, a remote-code one) for tests and demo

@@ -30,15 +30,18 @@ Definitions and undefined cases (undefined -> ``None``, written as JSON ``null``
 
 from __future__ import annotations
 
+import math
 import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
 from itertools import combinations
 
 import numpy as np
 import pandas as pd
 
-from .defaults import BOOTSTRAP_DRAWS, BOOTSTRAP_SEED, MIN_ITEMS
+from .defaults import MIN_ITEMS
 from .metrics import balanced_accuracy_from_sums, balanced_accuracy_over_present_classes
-from .resampling import bootstrap_statistic, percentile_interval
+from .resampling import Bootstrap, group_sums, percentile_interval
 
 PRESELECT_RATER = "gemini3flash_preselect"
 PRESELECTION_MIN_HUMANS = 2
@@ -51,26 +54,6 @@ def _nanmean(values) -> float | None:
 
 def _finite(x) -> float | None:
     return float(x) if x is not None and np.isfinite(x) else None
-
-
-def inter_rater():
-    """``statsmodels.stats.inter_rater``, imported without what it pulls in but we never use.
-
-    The module imports ``scipy.stats`` only for the p-values of its results objects, which we
-    never ask for (``return_results=False``), and ``scipy.linalg`` (through statsmodels.tools)
-    pulls in ``numpy.f2py`` and ``numpy.testing``; together ~1 s on these machines, half the
-    analysis budget. :func:`emolia_bench.lazy_imports.spare_unused_modules` binds those lazily:
-    they load, transparently, the first time anything touches one of their attributes.
-    """
-    import sys
-
-    if "statsmodels.stats.inter_rater" not in sys.modules:
-        from .lazy_imports import spare_unused_modules
-
-        spare_unused_modules()
-    import statsmodels.stats.inter_rater as inter_rater_module
-
-    return inter_rater_module
 
 
 # ---------------------------------------------------------------------------------------------
@@ -86,19 +69,32 @@ def co_rated_pairs(votes: pd.DataFrame, columns=("binary",)) -> pd.DataFrame:
     return pairs.rename(columns={"rater_a": "a", "rater_b": "b"}).reset_index(drop=True)
 
 
-def pair_tables(pairs: pd.DataFrame, column: str, n_values: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per rater pair, the n_values × n_values contingency table of (A's vote, B's vote).
+def pair_codes(pairs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The one rater-pair encoding: ``(code, a, b)`` with each row's pair code 0..P-1 (pairs in
+    (a, b) order) and each pair's two raters."""
+    a, b = pairs["a"].to_numpy(np.int64), pairs["b"].to_numpy(np.int64)
+    width = int(b.max()) + 1 if len(b) else 1
+    code, uniq = pd.factorize(a * width + b, sort=True)
+    return code.astype(np.int64), uniq // width, uniq % width
 
-    Built in one vectorised pass; returns ``(a, b, tables)`` for the pairs that co-rated at
-    least one of the given items, sorted by (a, b).
-    """
+
+def pair_cells(pairs: pd.DataFrame, column: str, n_values: int) -> tuple[np.ndarray, int]:
+    """Each row's cell of its pair's ``n_values × n_values`` table of (A's vote, B's vote), as one
+    code over all pairs' tables; and the number of pairs."""
+    code, a, _ = pair_codes(pairs)
+    cell = (code * n_values + pairs[f"{column}_a"].to_numpy(np.int64)) * n_values + pairs[f"{column}_b"].to_numpy(np.int64)
+    return cell, len(a)
+
+
+def pair_tables(pairs: pd.DataFrame, column: str, n_values: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per rater pair, the n_values × n_values contingency table of (A's vote, B's vote):
+    ``(a, b, tables)`` for the pairs that co-rated at least one of the given items, sorted by (a, b)."""
     if len(pairs) == 0:
         return np.empty(0, np.int64), np.empty(0, np.int64), np.empty((0, n_values, n_values))
-    a, b = pairs["a"].to_numpy(np.int64), pairs["b"].to_numpy(np.int64)
-    pair_id, uniq = pd.factorize(a * (b.max() + 1) + b, sort=True)
-    cells = (pair_id * n_values + pairs[f"{column}_a"].to_numpy(np.int64)) * n_values + pairs[f"{column}_b"].to_numpy(np.int64)
-    tables = np.bincount(cells, minlength=len(uniq) * n_values**2).reshape(len(uniq), n_values, n_values)
-    return uniq // (b.max() + 1), uniq % (b.max() + 1), tables.astype(np.float64)
+    _, a, b = pair_codes(pairs)
+    cell, n_pairs = pair_cells(pairs, column, n_values)
+    tables = np.bincount(cell, minlength=n_pairs * n_values**2).reshape(n_pairs, n_values, n_values)
+    return a, b, tables.astype(np.float64)
 
 
 def pairwise_exact(pairs: pd.DataFrame, column: str, n_values: int = 2) -> float | None:
@@ -110,20 +106,14 @@ def pairwise_exact(pairs: pd.DataFrame, column: str, n_values: int = 2) -> float
 
 
 def pairwise_kappa(pairs: pd.DataFrame, column: str, raters: list[str], n_values: int = 2) -> dict[str, float | None]:
-    """Cohen's κ (statsmodels, unweighted) for every pair of raters (``"<a>__<b>"``) and their ``mean``."""
-    cohens_kappa = inter_rater().cohens_kappa
-
+    """Cohen's κ (unweighted, :func:`kappas_from_tables`) for every pair of raters
+    (``"<a>__<b>"``; None for a pair without a shared item or with p_e = 1) and their ``mean``
+    over the defined pairs."""
     a, b, tables = pair_tables(pairs, column, n_values)
-    by_pair = dict(zip(zip(a.tolist(), b.tolist(), strict=True), tables, strict=True))
+    by_pair = dict(zip(zip(a.tolist(), b.tolist(), strict=True), kappas_from_tables(tables), strict=True))
     out: dict[str, float | None] = {}
     for i, j in combinations(range(len(raters)), 2):
-        table = by_pair.get((i, j))
-        kappa = None
-        if table is not None:
-            with warnings.catch_warnings(), np.errstate(all="ignore"):
-                warnings.simplefilter("ignore")
-                kappa = _finite(cohens_kappa(table, return_results=False))
-        out[f"{raters[i]}__{raters[j]}"] = kappa
+        out[f"{raters[i]}__{raters[j]}"] = _finite(by_pair.get((i, j)))
     out["mean"] = _nanmean(out.values())
     return out
 
@@ -175,37 +165,19 @@ def exact_agreement(matrix: np.ndarray) -> float | None:
 
 
 def fleiss(matrix: np.ndarray) -> float | None:
-    """Fleiss' κ of an items × raters matrix with every cell filled (statsmodels)."""
+    """Fleiss' κ of an items × raters matrix with every cell filled (:func:`fleiss_from_sums`,
+    the function its resamples use); None without items or when every vote is the same."""
     if len(matrix) == 0:
         return None
-    ir = inter_rater()
-
-    table, _ = ir.aggregate_raters(matrix)
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")
-        return _finite(ir.fleiss_kappa(table, method="fleiss"))
+    figure = fleiss_resampled({"fleiss": (matrix, int(matrix.max()) + 1)}, np.arange(len(matrix)))
+    return point_values([figure])["fleiss"]
 
 
 def krippendorff_alpha(votes: pd.DataFrame, column: str, n_values: int, level: str) -> float | None:
-    """Krippendorff's α over items with ≥2 raters (missing cells allowed)."""
-    sub = votes[votes_per_item(votes) >= 2]
-    if len(sub) == 0:
-        return None
-    import krippendorff
-
-    items = pd.factorize(sub["item"], sort=True)[0]
-    raters = pd.factorize(sub["rater"], sort=True)[0]
-    data = np.full((raters.max() + 1, items.max() + 1), np.nan)
-    data[raters, items] = sub[column].to_numpy(dtype=np.float64)
-    try:
-        with warnings.catch_warnings(), np.errstate(all="ignore"):
-            warnings.simplefilter("ignore")
-            alpha = krippendorff.alpha(
-                reliability_data=data, level_of_measurement=level, value_domain=list(range(n_values))
-            )
-    except (ValueError, ZeroDivisionError):
-        return None
-    return _finite(alpha)
+    """Krippendorff's α over items with ≥2 raters (missing cells allowed; :func:`alpha_from_coincidences`,
+    the function its resamples use); None without such items or without variation."""
+    figure = alpha_resampled(votes, {"alpha": (column, n_values, level)})
+    return None if figure is None else point_values([figure])["alpha"]
 
 
 def loo_comparisons(votes: pd.DataFrame) -> pd.DataFrame:
@@ -242,49 +214,44 @@ def loo_agreement(votes: pd.DataFrame) -> tuple[float | None, float | None, floa
 # bootstrap [ours]
 
 
+@dataclass(frozen=True)
 class Resampled:
-    """Figures bootstrapped together, as rows for :func:`resampling.bootstrap_statistic`.
+    """Figures computed from grouped sums of per-item counts, for :func:`point_values` and
+    :func:`intervals`: rows ``(unit, group, values…)`` over ``n_units`` items (``unit``: each
+    row's item position 0..n_units-1), ``n_groups`` groups, the figures' ``names``, and
+    ``statistic``: grouped sums of a chunk of resamples -> a ``chunk × len(names)`` array."""
 
-    ``items``: the units (sorted item codes); ``unit``, ``group``, ``values``: each row's unit
-    position, group and counts; ``n_groups``; ``names``: the figures; ``statistic``: grouped sums
-    of one chunk of resamples -> a ``chunk × len(names)`` array.
-    """
+    n_units: int
+    unit: np.ndarray
+    group: np.ndarray
+    values: list
+    n_groups: int
+    names: list
+    statistic: Callable
 
-    def __init__(self, items, unit, group, values, n_groups, names, statistic):
-        self.items, self.unit, self.group, self.values = np.asarray(items, dtype=np.int64), unit, group, values
-        self.n_groups, self.names, self.statistic = n_groups, list(names), statistic
 
-
-def bootstrap_intervals(figures: list[Resampled | None], seed: int, draws: int) -> dict[str, list[float] | None]:
-    """95 % percentile intervals of every named figure, resampling items.
-
-    Figures over the same items are read off one set of resamples (their rows side by side,
-    each figure's groups after the previous one's); figures over other items get their own.
-    Either way a figure sees exactly the resamples it would draw alone with this seed, so sharing
-    changes no interval and saves a resampling per extra figure.
-    """
-    out: dict[str, list[float] | None] = {}
-    by_items: dict[bytes, list[Resampled]] = {}
+def point_values(figures: list[Resampled | None]) -> dict[str, float | None]:
+    """Each named figure on the data as they are: its statistic at weight 1 for every item
+    (the very function its resamples go through); None where undefined."""
+    out = {}
     for f in figures:
         if f is not None:
-            by_items.setdefault(f.items.tobytes(), []).append(f)
-    for group in by_items.values():
-        offsets = np.cumsum([0] + [f.n_groups for f in group])
+            sums = group_sums(f.unit, f.group, f.values, f.n_units, f.n_groups)(np.ones((1, f.n_units)))
+            out.update({name: _finite(v) for name, v in zip(f.names, np.reshape(f.statistic(sums), -1), strict=True)})
+    return out
 
-        def statistic(sums, group=group, offsets=offsets):
-            return np.column_stack([
-                np.asarray(f.statistic([x[:, offsets[i]:offsets[i + 1]] for x in sums])).reshape(len(sums[0]), -1)
-                for i, f in enumerate(group)])
 
-        k = max(len(f.values) for f in group)  # figures with fewer value arrays are padded with zeros
-        values = [np.concatenate([f.values[j] if j < len(f.values) else np.zeros(len(f.unit)) for f in group])
-                  for j in range(k)]
-        stats = bootstrap_statistic(np.concatenate([f.unit for f in group]),
-                                    np.concatenate([f.group + o for f, o in zip(group, offsets, strict=False)]),
-                                    values, len(group[0].items), int(offsets[-1]), statistic, draws, seed)
-        names = [n for f in group for n in f.names]
-        for j, name in enumerate(names):
-            out[name] = percentile_interval(stats[:, j]) if len(stats) else None
+def intervals(figures: list[Resampled | None], bootstrap: Bootstrap) -> dict[str, list[float] | None]:
+    """95 % percentile intervals of every named figure, resampling its items
+    (:class:`resampling.Bootstrap`; figures over the same items see the same resamples)."""
+    out: dict[str, list[float] | None] = {}
+    for f in figures:
+        if f is not None:
+            stats = bootstrap.grouped(lambda sums, f=f: np.asarray(f.statistic(sums)).reshape(len(sums[0]), -1),
+                                      unit=f.unit, group=f.group, values=f.values, n_units=f.n_units,
+                                      n_groups=f.n_groups)
+            for j, name in enumerate(f.names):
+                out[name] = percentile_interval(stats[:, j]) if len(stats) else None
     return out
 
 
@@ -303,14 +270,14 @@ def pairwise_accuracy_resampled(pairs: pd.DataFrame, name: str = "human_pairwise
     if len(pairs) == 0:
         return None
     item_codes, items = pd.factorize(pairs["item"], sort=True)
-    pair_codes, uniq = pd.factorize(pairs["a"].astype(np.int64) * 1_000_003 + pairs["b"], sort=True)
+    pair, a, _ = pair_codes(pairs)
     agree = (pairs["binary_a"] == pairs["binary_b"]).to_numpy(dtype=np.float64)
 
     def statistic(sums):
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.column_stack([_mean_agreement(sums), sums[1].sum(axis=1) / sums[0].sum(axis=1)])
 
-    return Resampled(items, item_codes, pair_codes, [np.ones(len(pairs)), agree], len(uniq),
+    return Resampled(len(items), item_codes, pair, [np.ones(len(pairs)), agree], len(a),
                      [name, f"{name}_items_weighted"], statistic)
 
 
@@ -322,17 +289,8 @@ def loo_accuracy_resampled(votes: pd.DataFrame, name: str = "human_loo_accuracy"
         return None
     item_codes, items = pd.factorize(comp["item"], sort=True)
     correct = (comp["truth"] == comp["pred"]).to_numpy(dtype=np.float64)
-    return Resampled(items, item_codes, np.zeros(len(comp), np.int64), [np.ones(len(comp)), correct], 1, [name],
+    return Resampled(len(items), item_codes, np.zeros(len(comp), np.int64), [np.ones(len(comp)), correct], 1, [name],
                      lambda sums: sums[1][:, 0] / sums[0][:, 0])
-
-
-def ceiling_intervals(pairs: pd.DataFrame, votes: pd.DataFrame, seed: int, draws: int
-                      ) -> tuple[list[float] | None, list[float] | None]:
-    """95 % percentile intervals of the pairwise and the leave-one-out accuracy, resampling
-    items: the co-rated items for the first, the items with a comparison for the second (one
-    set of resamples when the two coincide; see :func:`bootstrap_intervals`)."""
-    ci = bootstrap_intervals([pairwise_accuracy_resampled(pairs), loo_accuracy_resampled(votes)], seed, draws)
-    return ci.get("human_pairwise_accuracy"), ci.get("human_loo_accuracy")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -381,9 +339,7 @@ def kappa_resampled(pairs: pd.DataFrame, column: str, n_values: int, name: str,
     if len(pairs) == 0:
         return None
     item_codes, items = pd.factorize(pairs["item"], sort=True)
-    pair_codes, uniq = pd.factorize(pairs["a"].astype(np.int64) * 1_000_003 + pairs["b"], sort=True)
-    cell = (pair_codes * n_values + pairs[f"{column}_a"].to_numpy(np.int64)) * n_values + pairs[f"{column}_b"].to_numpy(np.int64)
-    n_pairs = len(uniq)
+    cell, n_pairs = pair_cells(pairs, column, n_values)
     names = [name, f"{name}_items_weighted"] + ([quadratic_name, f"{quadratic_name}_items_weighted"] if quadratic_name else [])
 
     def statistic(sums):
@@ -393,7 +349,7 @@ def kappa_resampled(pairs: pd.DataFrame, column: str, n_values: int, name: str,
             out += list(mean_kappas(t, quadratic=True))
         return np.column_stack(out)
 
-    return Resampled(items, item_codes, cell, [np.ones(len(pairs))], n_pairs * n_values**2, names, statistic)
+    return Resampled(len(items), item_codes, cell, [np.ones(len(pairs))], n_pairs * n_values**2, names, statistic)
 
 
 def fleiss_from_sums(n_items, category_counts: np.ndarray, sq_excess, n_raters: int) -> np.ndarray:
@@ -424,7 +380,7 @@ def fleiss_resampled(matrices: dict[str, tuple[np.ndarray, int]], items: np.ndar
             fleiss_from_sums(n, np.column_stack([sums[j + c][:, 0] for c in range(k)]), sums[j + k][:, 0], m)
             for j, k, m in spans])
 
-    return Resampled(items, np.arange(len(items)), np.zeros(len(items), np.int64), values, 1, list(matrices), statistic)
+    return Resampled(len(items), np.arange(len(items)), np.zeros(len(items), np.int64), values, 1, list(matrices), statistic)
 
 
 def alpha_from_coincidences(o: np.ndarray, level: str) -> np.ndarray:
@@ -451,8 +407,6 @@ def alpha_resampled(votes: pd.DataFrame, columns: dict[str, tuple[str, int, str]
     """Krippendorff's α over items with ≥2 raters for the bootstrap (name -> (vote column,
     number of values, level)); each item's coincidence matrix, scaled by L = lcm(m − 1) over
     its items so that every count is an integer, is one set of V × V groups."""
-    import math
-
     sub = votes[votes_per_item(votes) >= 2]
     if len(sub) == 0:
         return None
@@ -479,7 +433,7 @@ def alpha_resampled(votes: pd.DataFrame, columns: dict[str, tuple[str, int, str]
         return np.column_stack([alpha_from_coincidences(s[:, o:o + v * v].reshape(-1, v, v), level)
                                 for (o, v), level in zip(spans, levels, strict=True)])
 
-    return Resampled(items, np.concatenate(units), np.concatenate(groups), [np.concatenate(vals)], offset,
+    return Resampled(len(items), np.concatenate(units), np.concatenate(groups), [np.concatenate(vals)], offset,
                      list(columns), statistic)
 
 
@@ -525,14 +479,11 @@ class Panel:
         self.val3 = complete_matrix(votes, "value") if ordinal else None
 
 
-def agreement_intervals(votes: pd.DataFrame, ordinal: bool, n_values: int, seed: int = BOOTSTRAP_SEED,
-                        draws: int = BOOTSTRAP_DRAWS, panel: Panel | None = None) -> dict[str, list[float] | None]:
-    """The item-bootstrap interval of every agreement figure that has one, in one pass: the
-    pairwise and leave-one-out accuracy (the ceiling; the same values :func:`ceiling_intervals`
-    gives), the mean pairwise κ and its items-weighted mean, Fleiss' κ and Krippendorff's α
-    (binary; ordinal ones too for an ordinal subset). Figures over the same items share their
-    resamples (:func:`bootstrap_intervals`)."""
-    panel = panel or Panel(votes, ordinal)
+def agreement_figures(panel: Panel, n_values: int) -> list[Resampled | None]:
+    """Every agreement figure that has an interval, as :class:`Resampled` figures: the pairwise
+    and leave-one-out accuracy (the ceiling), the mean pairwise κ and its items-weighted mean,
+    Fleiss' κ and Krippendorff's α (binary; ordinal ones too for an ordinal subset)."""
+    votes, ordinal = panel.votes, panel.ordinal
     pairs, complete_items, cpairs = panel.pairs, panel.complete_items, panel.cpairs
     matrices = {"fleiss_binary_kappa": (panel.bin3, 2)}
     alphas = {"krippendorff_alpha_binary": ("binary", 2, "nominal")}
@@ -545,23 +496,22 @@ def agreement_intervals(votes: pd.DataFrame, ordinal: bool, n_values: int, seed:
     if ordinal:
         figures.append(kappa_resampled(cpairs, "value", n_values, "pairwise_ordinal_kappa_mean",
                                        "pairwise_ordinal_kappa_quadratic_mean"))
-    return bootstrap_intervals(figures, seed, draws)
+    return figures
 
 
-def agreement_detail(votes: pd.DataFrame, raters: list[str], ordinal: bool, n_values: int, agreement: dict,
-                     intervals: dict, min_items: int = MIN_ITEMS, panel: Panel | None = None) -> dict:
+def agreement_detail(panel: Panel, raters: list[str], n_values: int, agreement: dict, ci: dict,
+                     min_items: int = MIN_ITEMS) -> dict:
     """``summary.json["agreement_detail"]``: each figure of ``agreement`` (and the items-weighted
     pairwise means beside upstream's unweighted ones) with its value, its 95 % interval (from
-    ``intervals``, :func:`agreement_intervals`), the items and comparisons it rests on, and
+    ``ci``, :func:`intervals` of :func:`agreement_figures`), the items and comparisons it rests on, and
     ``reliable`` = at least ``min_items`` items; the per-pair κ table. Comparisons: rater pairs
     within items (pairwise figures, κ, α), or held-out votes (LOO).
     """
-    panel = panel or Panel(votes, ordinal)
+    votes, ordinal = panel.votes, panel.ordinal
     pairs, complete_items, cpairs = panel.pairs, panel.complete_items, panel.cpairs
     multi = votes[votes_per_item(votes) >= 2]
     m = np.bincount(pd.factorize(multi["item"])[0]) if len(multi) else np.empty(0, np.int64)
     comp = loo_comparisons(votes)
-    ci = intervals
 
     # point values of the figures that agreement does not hold
     _, _, t = pair_tables(cpairs, "binary", 2)
@@ -620,8 +570,8 @@ def agreement_detail(votes: pd.DataFrame, raters: list[str], ordinal: bool, n_va
     }
 
 
-def agreement_by_slice(votes: pd.DataFrame, slice_of_item: pd.Series, ordinal: bool, n_values: int,
-                       min_items: int = MIN_ITEMS, seed: int = BOOTSTRAP_SEED, draws: int = BOOTSTRAP_DRAWS) -> list[dict]:
+def agreement_by_slice(votes: pd.DataFrame, slice_of_item: pd.Series, ordinal: bool, n_values: int, *,
+                       bootstrap: Bootstrap, min_items: int = MIN_ITEMS) -> list[dict]:
     """Within each slice (e.g. task type): Krippendorff's α (binary; ordinal too) over the slice's
     items with ≥2 raters, with its item-bootstrap interval, and exact agreement over its items
     rated by exactly three raters; each with its items and ``reliable``. ``slice_of_item`` maps
@@ -636,12 +586,13 @@ def agreement_by_slice(votes: pd.DataFrame, slice_of_item: pd.Series, ordinal: b
         alphas = {"alpha_binary": ("binary", 2, "nominal")}
         if ordinal:
             alphas["alpha_ordinal"] = ("value", n_values, "ordinal")
-        ci = bootstrap_intervals([alpha_resampled(v, alphas)], seed, draws)
+        figure = [alpha_resampled(v, alphas)]
+        point, ci = point_values(figure), intervals(figure, bootstrap)
         bin3 = complete_matrix(v, "binary")
         row = {"slice": value, "n_items": int(v["item"].nunique()), "n_items_two_or_more_raters": int(n_multi),
-               "alpha_binary": krippendorff_alpha(v, "binary", 2, "nominal"), "alpha_binary_ci95": ci.get("alpha_binary")}
+               "alpha_binary": point.get("alpha_binary"), "alpha_binary_ci95": ci.get("alpha_binary")}
         if ordinal:
-            row["alpha_ordinal"] = krippendorff_alpha(v, "value", n_values, "ordinal")
+            row["alpha_ordinal"] = point.get("alpha_ordinal")
             row["alpha_ordinal_ci95"] = ci.get("alpha_ordinal")
         row["n_items_complete"] = int(len(bin3))
         row["exact_agreement_binary"] = exact_agreement(bin3)
@@ -656,13 +607,10 @@ def agreement_by_slice(votes: pd.DataFrame, slice_of_item: pd.Series, ordinal: b
 # the summary blocks
 
 
-def human_agreement(votes: pd.DataFrame, raters: list[str], ordinal: bool, n_values: int,
-                    seed: int = BOOTSTRAP_SEED, draws: int = BOOTSTRAP_DRAWS, intervals: dict | None = None,
-                    panel: Panel | None = None) -> dict:
-    """``summary.json["agreement"]`` for one subset, keys in the upstream order. The ceiling's
-    intervals come from ``intervals`` (:func:`agreement_intervals`, which computes them with the
-    other figures' in one pass) or, without it, from :func:`ceiling_intervals`."""
-    panel = panel or Panel(votes, ordinal)
+def human_agreement(panel: Panel, raters: list[str], n_values: int, ci: dict) -> dict:
+    """``summary.json["agreement"]`` for one subset, keys in the upstream order; the ceiling's
+    intervals from ``ci`` (:func:`intervals` of :func:`agreement_figures`)."""
+    votes, ordinal = panel.votes, panel.ordinal
     pairs, cpairs, bin3, val3 = panel.pairs, panel.cpairs, panel.bin3, panel.val3
     a: dict = {}
     if ordinal:
@@ -687,11 +635,8 @@ def human_agreement(votes: pd.DataFrame, raters: list[str], ordinal: bool, n_val
     a["krippendorff_alpha_binary"] = krippendorff_alpha(votes, "binary", 2, "nominal")
     if ordinal:
         a["krippendorff_alpha_ordinal"] = krippendorff_alpha(votes, "value", n_values, "ordinal")
-    if intervals is None:
-        a["human_pairwise_accuracy_ci95"], a["human_loo_accuracy_ci95"] = ceiling_intervals(pairs, votes, seed, draws)
-    else:
-        a["human_pairwise_accuracy_ci95"] = intervals.get("human_pairwise_accuracy")
-        a["human_loo_accuracy_ci95"] = intervals.get("human_loo_accuracy")
+    a["human_pairwise_accuracy_ci95"] = ci.get("human_pairwise_accuracy")
+    a["human_loo_accuracy_ci95"] = ci.get("human_loo_accuracy")
     return a
 
 

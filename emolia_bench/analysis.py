@@ -19,6 +19,7 @@ from .labels import (
     votes_table,
 )
 from .raters import FLAG_RULE, clip_durations_ms, rater_profiles
+from .resampling import Bootstrap
 from .subsets import Subset
 
 HUMAN_ALIASES = (
@@ -89,21 +90,15 @@ def label_subset(subset: Subset, ann: pd.DataFrame, flags: pd.DataFrame | None,
     return Labelled(subset, len(ann), excluded, clean, items, labels, tables)
 
 
-def analyze_subset(subset: Subset, ann: pd.DataFrame, users: pd.DataFrame, flags: pd.DataFrame | None,
-                   seed: int = ag.BOOTSTRAP_SEED, draws: int = ag.BOOTSTRAP_DRAWS, min_items: int = ag.MIN_ITEMS,
-                   exclude_raters: tuple[str, ...] = (), dataset_root: Path | None = None) -> SubsetAnalysis:
-    """Everything analysis.py writes for one subset: :func:`label_subset`, then
-    :func:`analyze_labelled`."""
-    return analyze_labelled(label_subset(subset, ann, flags, exclude_raters), users, flags, seed, draws, min_items,
-                            dataset_root)
-
-
-def analyze_labelled(lab: Labelled, users: pd.DataFrame, flags: pd.DataFrame | None, seed: int = ag.BOOTSTRAP_SEED,
-                     draws: int = ag.BOOTSTRAP_DRAWS, min_items: int = ag.MIN_ITEMS,
-                     dataset_root: Path | None = None) -> SubsetAnalysis:
-    """Agreement, summary.json and the rater profiles of a labelled subset. ``dataset_root``:
-    where clip durations are looked up for the rater profiles (optional)."""
-    subset, clean, items, labels, tables = lab.subset, lab.clean, lab.items, lab.labels, lab.tables
+def analyze_subset(subset: Subset, ann: pd.DataFrame, users: pd.DataFrame, flags: pd.DataFrame | None, *,
+                   bootstrap: Bootstrap, min_items: int = ag.MIN_ITEMS, exclude_raters: tuple[str, ...] = (),
+                   dataset_root: Path | None = None) -> SubsetAnalysis:
+    """Everything analysis.py writes for one subset: the votes cleaned and labelled
+    (:func:`label_subset`), agreement with its intervals (``bootstrap``), summary.json and the
+    rater profiles. ``exclude_raters``: usernames whose votes are dropped first;
+    ``dataset_root``: where clip durations are looked up for the rater profiles (optional)."""
+    lab = label_subset(subset, ann, flags, exclude_raters)
+    clean, items, labels, tables = lab.clean, lab.items, lab.labels, lab.tables
 
     rater_codes, raters = pd.factorize(clean["username"].to_numpy(), sort=True)  # codes in name order
     raters = list(raters)
@@ -114,8 +109,8 @@ def analyze_labelled(lab: Labelled, users: pd.DataFrame, flags: pd.DataFrame | N
         "value": clean["value"].to_numpy(),
     })
     panel = ag.Panel(votes, subset.ordinal)  # pairs, complete items and matrices, derived once
-    intervals = ag.agreement_intervals(votes, subset.ordinal, len(subset.scale), seed, draws, panel)
-    agreement = ag.human_agreement(votes, raters, subset.ordinal, len(subset.scale), intervals=intervals, panel=panel)
+    ci = ag.intervals(ag.agreement_figures(panel, len(subset.scale)), bootstrap)
+    agreement = ag.human_agreement(panel, raters, len(subset.scale), ci)
     augmented = ag.augmented_agreement(votes, items)
 
     n = items["n_raters"]
@@ -147,12 +142,11 @@ def analyze_labelled(lab: Labelled, users: pd.DataFrame, flags: pd.DataFrame | N
         s["flags_unmatched"] = flag_records(unmatched)
     for alias, key in HUMAN_ALIASES:
         s[alias] = agreement[key]
-    s["bootstrap"] = {"seed": seed, "draws": draws, "unit": "item", "interval": "percentile 95%"}
+    s["bootstrap"] = {"seed": bootstrap.seed, "draws": bootstrap.draws, "unit": "item", "interval": "percentile 95%"}
     # [ours] every figure with its support and interval, agreement within slices, rater profiles
-    s["agreement_detail"] = ag.agreement_detail(votes, raters, subset.ordinal, len(subset.scale), agreement,
-                                                intervals, min_items, panel)
+    s["agreement_detail"] = ag.agreement_detail(panel, raters, len(subset.scale), agreement, ci, min_items)
     s[f"agreement_by_{subset.type_slice}"] = ag.agreement_by_slice(
-        votes, items[subset.type_slice], subset.ordinal, len(subset.scale), min_items, seed, draws)
+        votes, items[subset.type_slice], subset.ordinal, len(subset.scale), bootstrap=bootstrap, min_items=min_items)
     clip_ms = clip_durations_ms(items, subset, dataset_root) if dataset_root is not None else None
     profiles = rater_profiles(clean, votes, raters, clip_ms)
     s["raters"] = {"flag_rule": FLAG_RULE, "flagged": profiles.loc[profiles["flagged"], "rater"].tolist() if len(profiles) else [],

@@ -31,7 +31,7 @@ import pandas as pd
 from .errors import InputError
 from .io import check_values, first_bad, load_json_object, read_csv_strings
 from .metrics import balanced_accuracy_from_sums, binary_metrics, confusion_counts
-from .resampling import bootstrap_statistic, percentile_interval
+from .resampling import Bootstrap, percentile_interval
 from .selection import clip_ids
 from .subsets import SUBSETS, Subset
 
@@ -96,7 +96,7 @@ def check_comparable(runs: list[Run]) -> None:
                              f"{len(ref - rows)} only there); runs must score the same rows to be compared")
 
 
-def paired_test(a: Run, b: Run, seed: int, draws: int) -> dict:
+def paired_test(a: Run, b: Run, *, bootstrap: Bootstrap) -> dict:
     key = list(a.subset.item_key)
     m = a.predictions.merge(b.predictions[[*key, "pred_present", "ok"]], on=key, suffixes=("_a", "_b"))
     m = m[m["ok_a"] & m["ok_b"]]
@@ -111,12 +111,13 @@ def paired_test(a: Run, b: Run, seed: int, draws: int) -> dict:
     ci, p_boot, p_flip = None, None, None
     if diff is not None:
         clip = pd.factorize(m["clip"], sort=True)[0]
-        p_flip = sign_flip_p_value(t, pa, pb, clip, draws, seed)
+        p_flip = sign_flip_p_value(t, pa, pb, clip, draws=bootstrap.draws, seed=bootstrap.seed)
         t_a, t_b = confusion_counts(t, pa), confusion_counts(t, pb)  # [pos, tp, neg, tn] per row
-        d = bootstrap_statistic(
-            clip, np.zeros(len(m), np.int64), [*t_a, t_b[1], t_b[3]], int(clip.max()) + 1, 1,
+        d = bootstrap.grouped(
             lambda s: (balanced_accuracy_from_sums(s[4], s[0], s[5], s[2])
-                       - balanced_accuracy_from_sums(s[1], s[0], s[3], s[2]))[:, 0], draws, seed)
+                       - balanced_accuracy_from_sums(s[1], s[0], s[3], s[2]))[:, 0],
+            unit=clip, group=np.zeros(len(m), np.int64), values=[*t_a, t_b[1], t_b[3]], n_units=int(clip.max()) + 1,
+            n_groups=1)
         d = d[np.isfinite(d)]
         ci = percentile_interval(d)
         if len(d):
@@ -127,7 +128,7 @@ def paired_test(a: Run, b: Run, seed: int, draws: int) -> dict:
             "p_bootstrap": p_boot, "a_right_b_wrong": n_ab, "b_right_a_wrong": n_ba, "p_sign_flip": p_flip}
 
 
-def sign_flip_p_value(t: np.ndarray, pa: np.ndarray, pb: np.ndarray, clip: np.ndarray, draws: int, seed: int,
+def sign_flip_p_value(t: np.ndarray, pa: np.ndarray, pb: np.ndarray, clip: np.ndarray, *, draws: int, seed: int,
                       chunk: int = 256) -> float | None:
     """Two-sided p-value of the clip-level sign-flip permutation test of BA(B) − BA(A) (module
     docstring); None when the balanced accuracy is undefined (a class absent)."""
@@ -170,7 +171,7 @@ def leaderboard(runs_by_subset: dict[str, list[Run]]) -> pd.DataFrame:
     return df.drop(columns=["_s", "_slice"]).reset_index(drop=True)
 
 
-def compare(folders: list[Path], names: list[str], seed: int, draws: int):
+def compare(folders: list[Path], names: list[str], *, bootstrap: Bootstrap):
     runs_by_subset: dict[str, list[Run]] = {}
     for subset in SUBSETS.values():
         runs = [load_run(f, n, subset) for f, n in zip(folders, names, strict=True)]
@@ -185,5 +186,5 @@ def compare(folders: list[Path], names: list[str], seed: int, draws: int):
         runs_by_subset[subset.name] = present
     if not runs_by_subset:
         raise InputError(folders[0], "holds no <subset>/predictions.csv; expected benchmark.py output folders")
-    pairs = [paired_test(a, b, seed, draws) for runs in runs_by_subset.values() for a, b in combinations(runs, 2)]
+    pairs = [paired_test(a, b, bootstrap=bootstrap) for runs in runs_by_subset.values() for a, b in combinations(runs, 2)]
     return leaderboard(runs_by_subset), pd.DataFrame(pairs)

@@ -19,5 +19,3 @@ class InputError(Exception):
             where.append(f"column '{column}'")
         super().__init__(": ".join([", ".join(where), message]))
 
-    def __reduce__(self):  # pickled with its parts: a subset analysed in a forked process sends it back
-        return type(self), (self.file, self.message, self.row, self.column)

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from .analysis import HUMAN_ALIASES
-from .defaults import BOOTSTRAP_DRAWS, BOOTSTRAP_SEED
+from .defaults import BOOTSTRAP_SEED
 from .errors import InputError
 from .io import load_json_object
 from .metrics import (
@@ -23,6 +23,7 @@ from .metrics import (
     slice_report,
 )
 from .ranking import auroc_with_intervals
+from .resampling import Bootstrap
 from .scorers import ScoreResult
 from .subsets import Subset
 from .templates import template_report
@@ -108,7 +109,7 @@ def _record(key: str, value, m: dict, fields) -> dict:
 
 def evaluate(subset: Subset, rows: pd.DataFrame, predictions: pd.DataFrame, *, mode: str, endpoint,
              threshold: float, filter_mode: str, filter_stats: dict, human: dict, votes: pd.DataFrame | None = None,
-             seed: int = BOOTSTRAP_SEED, draws: int = BOOTSTRAP_DRAWS, min_class_rows: int = MIN_CLASS_ROWS,
+             bootstrap: Bootstrap, min_class_rows: int = MIN_CLASS_ROWS,
              cv_folds: int = 5, cv_seed: int = BOOTSTRAP_SEED, scorer_info: dict | None = None,
              templates: list[str] | None = None) -> BenchmarkResult:
     """Metrics, tables and summary.json of one subset's run. ``templates`` (when more than one):
@@ -120,7 +121,7 @@ def evaluate(subset: Subset, rows: pd.DataFrame, predictions: pd.DataFrame, *, m
     scored["all_agree_binary"] = rows.loc[predictions["ok"].to_numpy(), "all_agree_binary"].to_numpy()
 
     keys = [subset.type_slice, "benchmark_bucket", subset.category_slice]
-    overall, unanimous, by_key = slice_report(scored, keys, seed, draws, min_class_rows)
+    overall, unanimous, by_key = slice_report(scored, keys, bootstrap=bootstrap, min_class_rows=min_class_rows)
     tables = {f"metrics_by_{k}.csv": by_key[k] for k in keys}
     p = float(predictions["majority_present"].mean()) if len(predictions) else None
     sims = scored["similarity"].to_numpy()
@@ -161,7 +162,7 @@ def evaluate(subset: Subset, rows: pd.DataFrame, predictions: pd.DataFrame, *, m
     s["best_threshold"] = best_threshold(scored["majority_present"].to_numpy(), sims)
     # [ours] say what it is: chosen on the very rows it would be scored on
     s["best_threshold"]["tuned_on_the_scored_rows"] = True
-    s["bootstrap"] = {"seed": seed, "draws": draws, "unit": "clip", "interval": "percentile 95%"}
+    s["bootstrap"] = {"seed": bootstrap.seed, "draws": bootstrap.draws, "unit": "clip", "interval": "percentile 95%"}
     s["min_class_rows"] = int(min_class_rows)
     # [ours] the baseline that costs nothing: the sampling prior as a decision, against the majority
     prior = scored[subset.prior_column].isin(subset.prior_positive).to_numpy().astype(np.int64)
@@ -169,9 +170,10 @@ def evaluate(subset: Subset, rows: pd.DataFrame, predictions: pd.DataFrame, *, m
                                        if k in ("n", "accuracy", "balanced_accuracy")}
     # [ours] threshold-free and cross-validated headlines: nothing here is tuned on the rows it scores
     truth, clips = scored["majority_present"].to_numpy(), scored["clip"].astype(str).to_numpy()
-    s["auroc_headline"] = auroc_with_intervals(truth, sims, clips, scored[subset.category_slice].to_numpy(), seed, draws)
+    s["auroc_headline"] = auroc_with_intervals(truth, sims, clips, scored[subset.category_slice].to_numpy(),
+                                             bootstrap=bootstrap)
     s["thresholds_cv"] = cv_headlines(truth, sims, clips, scored["prompt"].to_numpy(), threshold, cv_folds, cv_seed,
-                                      seed, draws, min_class_rows)
+                                      bootstrap=bootstrap, min_class_rows=min_class_rows)
     if scorer_info is not None:  # [ours] which model, loaded how
         s["scorer"] = scorer_info
     if templates is not None and len(templates) > 1:  # [ours] each prompt wording, and their ensemble
@@ -179,12 +181,12 @@ def evaluate(subset: Subset, rows: pd.DataFrame, predictions: pd.DataFrame, *, m
         tables["metrics_by_template.csv"], s["prompt_templates"] = template_report(templates, truth, per_template, sims,
                                                                                    threshold)
     if votes is not None:  # [ours] the model as one more rater, on the humans' own targets
-        s["vs_humans"] = vs_humans(scored, votes, subset, seed, draws)
-        s["graded"] = graded_agreement(scored, votes, subset, seed, draws)
+        s["vs_humans"] = vs_humans(scored, votes, subset, bootstrap=bootstrap)
+        s["graded"] = graded_agreement(scored, votes, subset, bootstrap=bootstrap)
     return BenchmarkResult(subset, predictions, tables, s, scored["majority_present"].to_numpy(), sims)
 
 
-def cv_headlines(truth, sims, clips, prompts, threshold: float, k: int, cv_seed: int, seed: int, draws: int,
+def cv_headlines(truth, sims, clips, prompts, threshold: float, k: int, cv_seed: int, *, bootstrap: Bootstrap,
                  min_class_rows: int) -> dict:
     """Balanced accuracy of out-of-fold decisions (:mod:`thresholds`) with one global threshold and
     with one threshold per prompt, each with its clip-bootstrap interval."""
@@ -197,7 +199,7 @@ def cv_headlines(truth, sims, clips, prompts, threshold: float, k: int, cv_seed:
         applied = cv_thresholds(truth, sims, folds, threshold, groups)
         pred = (sims >= applied).astype(np.int64)
         m = metrics_of(truth, pred, sims, slice_intervals(truth, pred, clips, [np.zeros(len(truth), np.int64)],
-                                                          seed, draws)[0][0], min_class_rows)
+                                                          bootstrap=bootstrap)[0][0], min_class_rows)
         lo, hi = m["balanced_accuracy_ci_low"], m["balanced_accuracy_ci_high"]
         out[name] = {"balanced_accuracy": m["balanced_accuracy"], "ci95": None if lo is None else [lo, hi],
                      "accuracy": m["accuracy"], "n": m["n"],

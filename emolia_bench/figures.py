@@ -2,17 +2,12 @@
 
 Every figure is drawn from numbers that the rest of the package computes and tests (the curves
 come from :mod:`emolia_bench.metrics`); nothing here computes a statistic. matplotlib is imported
-only when a figure is drawn (it costs about a second to import).
-
-:class:`Drawer` draws off the critical path: a helper process, started when a stage starts,
-imports matplotlib while the stage computes and draws each batch of figures as soon as its
-numbers are ready, while the stage goes on with the next subset or its tables.
+only when a figure is drawn, so a ``--no-figures`` run never imports it.
 """
 
 from __future__ import annotations
 
 import io
-from types import SimpleNamespace
 
 import numpy as np
 
@@ -205,7 +200,7 @@ def comparison(rows: list[dict], title: str) -> bytes:
 
 
 def subset_agreement_figures(r) -> tuple[dict[str, bytes], list, list]:
-    """One subset's agreement charts (``r``: :func:`figure_inputs` of its slice tables): files
+    """One subset's agreement charts (``r``: its :class:`analysis.SubsetAnalysis`): files
     (by path relative to the output root), the links its own report embeds, and the links the
     combined report embeds."""
     name = r.subset.name
@@ -248,6 +243,14 @@ def analysis_links(overview: list[tuple[dict, list]], per_subset: list[tuple[str
     return files, links
 
 
+def analysis_figures(results) -> tuple[dict[str, bytes], dict]:
+    """Every PNG of analysis_outputs/ for the subsets' results (:class:`analysis.SubsetAnalysis`)
+    and the reports' links (:func:`analysis_links`)."""
+    overview = [coverage_figure([r.summary for r in results]), ceiling_figure([r.summary for r in results])]
+    per_subset = [(r.subset.name, subset_agreement_figures(r)) for r in results]
+    return analysis_links(overview, per_subset)
+
+
 def benchmark_figures(result, scored_truth: np.ndarray, scored_scores: np.ndarray) -> tuple[dict[str, bytes], list]:
     """PNG files for benchmark_outputs/<subset>/ and the links its report embeds."""
     s, subset = result.summary, result.subset
@@ -275,119 +278,3 @@ def benchmark_figures(result, scored_truth: np.ndarray, scored_scores: np.ndarra
              (f"Balanced accuracy by {cat.replace('_', ' ')}", f"balanced_accuracy_by_{cat}.png"),
              ("ROC curve", "roc.png"), ("Balanced accuracy against threshold", "threshold.png")]
     return files, links
-
-
-# ---------------------------------------------------------------------------------------------
-# drawing off the critical path
-
-
-def _warm_up() -> None:
-    """Import matplotlib and draw a throw-away figure while the stage computes: the first figure
-    of a process also loads the font and builds the text caches (~0.1–0.2 s)."""
-    try:
-        fig, ax = _figure(3, 2.5, xlabels=["warm"])
-        ax.bar([0], [1], label="warm")
-        ax.set_title("warm-up")
-        ax.legend()
-        _png(fig)
-    except Exception:  # noqa: BLE001 - only a warm-up: the real figures report their own errors
-        pass
-
-
-def _serve(tasks, results) -> None:
-    """The helper process: warm up, then draw each ``(key, function, args)`` from ``tasks`` and
-    put ``(key, drawn, value)`` on ``results`` until a None arrives."""
-    _warm_up()
-    while (job := tasks.get()) is not None:
-        key, function, args = job
-        try:
-            results.put((key, True, function(*args)))
-        except Exception as e:  # noqa: BLE001 - the caller draws this batch itself and reports its error
-            results.put((key, False, repr(e)))
-
-
-class Drawer:
-    """Draws figures in one helper process (``spawn``: a fresh interpreter, safe whatever threads
-    the stage runs), started at construction so that matplotlib's import overlaps the stage's
-    work; :meth:`submit` hands it a batch as soon as its numbers exist and returns at once.
-    Measured on 1× synthetic exports (2 cores), analysis.py's figures phase (what is left to
-    wait for once the tables are written): 1.3 s drawn in-process; 0.91 s with the helper started
-    at the first batch (a process pool starts it only then); 0.25–0.29 s started at construction;
-    0.00–0.16 s with each subset's charts sent as soon as its labels exist. benchmark.py draws one
-    subset's figures while it evaluates the next.
-
-    The PNG bytes are those an in-process call gives (same code, same inputs). If the helper
-    cannot start, dies, or fails on a batch, that batch is drawn in this process instead. The
-    helper is a daemon: a stage that stops on bad input ends it at once instead of waiting for
-    its warm-up. ``enabled=False`` (e.g. ``--no-figures``) starts nothing."""
-
-    def __init__(self, enabled: bool = True):
-        self.process, self.drawn, self.sent = None, {}, 0
-        if enabled:
-            try:
-                import multiprocessing
-
-                context = multiprocessing.get_context("spawn")
-                self.tasks, self.results = context.Queue(), context.Queue()
-                self.process = context.Process(target=_serve, args=(self.tasks, self.results), daemon=True,
-                                               name="emolia-bench figures")
-                self.process.start()
-            except (OSError, ValueError, ImportError, RuntimeError):
-                self.process = None
-
-    def submit(self, function, *args):
-        """Start drawing ``function(*args)`` (a module-level function of this module); returns
-        a handle for :meth:`result`."""
-        key = None
-        if self.process is not None and self.process.is_alive():
-            key, self.sent = self.sent, self.sent + 1
-            self.tasks.put((key, function, args))  # pickled and sent by the queue's own thread
-        return key, function, args
-
-    def result(self, handle):
-        """The batch's result: from the helper, else drawn here."""
-        import queue
-
-        key, function, args = handle
-        while key is not None and key not in self.drawn:
-            try:
-                k, ok, value = self.results.get(timeout=0.2)
-                self.drawn[k] = value if ok else None
-            except queue.Empty:
-                if not self.process.is_alive():  # died: draw here
-                    break
-        value = self.drawn.pop(key, None)
-        return value if value is not None else function(*args)
-
-    def close(self) -> None:
-        """Let the helper finish and exit (a stage's normal end); ended by force if it has not
-        within 10 s."""
-        import queue
-        import time
-
-        if self.process is None:
-            return
-        if self.process.is_alive():
-            self.tasks.put(None)
-        self.process.join(0.5)
-        deadline = time.monotonic() + 10
-        while self.process.is_alive() and time.monotonic() < deadline:
-            try:  # a result nobody asked for keeps the helper from exiting until it is read
-                self.results.get(timeout=0.05)
-            except queue.Empty:
-                pass
-        if self.process.is_alive():
-            self.process.terminate()
-        self.process.join()
-
-
-def figure_inputs(subset, tables: dict, summary: dict | None = None) -> SimpleNamespace:
-    """What a subset's figures read — the names from its subset description, its slice tables
-    as lists, its summary — in plain Python objects, so it travels to the drawing process cheaply
-    and that process never imports pandas (0.22 s of its start, measured with -X importtime)."""
-    slice_tables = [SimpleNamespace(key=t.key, file=t.file, columns=list(t.columns)) for t in subset.slice_tables]
-    plain = {t.file: {c: tables[t.file][c].tolist() for c in tables[t.file].columns}
-             for t in subset.slice_tables if t.file in tables}
-    names = SimpleNamespace(name=subset.name, type_slice=subset.type_slice, category_slice=subset.category_slice,
-                            slice_tables=slice_tables)
-    return SimpleNamespace(summary=summary, subset=names, tables=plain)

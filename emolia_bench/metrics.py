@@ -29,8 +29,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .defaults import BOOTSTRAP_DRAWS, BOOTSTRAP_SEED, MIN_CLASS_ROWS
-from .resampling import bootstrap_statistic, percentile_interval
+from .defaults import MIN_CLASS_ROWS
+from .ranking import auroc
+from .resampling import Bootstrap, percentile_interval
 
 BANDS = ((0.55, "Bad"), (0.65, "Weak"), (0.75, "Medium"), (0.85, "Good"), (float("inf"), "Excellent"))
 
@@ -105,11 +106,7 @@ def _ranking(t: np.ndarray, s: np.ndarray) -> dict:
     n_neg = len(t) - n_pos
     if n_pos == 0 or n_neg == 0:
         return {"auroc": None, "average_precision": None}
-    # midranks: tied scores share the mean of the ranks they span
     values, inverse, counts = np.unique(s, return_inverse=True, return_counts=True)
-    ends = np.cumsum(counts)
-    midrank = ends - (counts - 1) / 2.0
-    auroc = (midrank[inverse][t == 1].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg)
     # average precision over distinct thresholds, highest first
     pos_at = np.bincount(inverse, weights=t, minlength=len(values))[::-1]
     tp = np.cumsum(pos_at)
@@ -117,7 +114,7 @@ def _ranking(t: np.ndarray, s: np.ndarray) -> dict:
     precision = tp / predicted
     recall = tp / n_pos
     ap = float(np.sum(np.diff(np.concatenate([[0.0], recall])) * precision))
-    return {"auroc": float(auroc), "average_precision": ap}
+    return {"auroc": auroc(t, s), "average_precision": ap}
 
 
 def balanced_accuracy_over_present_classes(truth, pred) -> float | None:
@@ -157,7 +154,7 @@ def confusion_counts(t: np.ndarray, p: np.ndarray) -> list[np.ndarray]:
 
 
 def slice_intervals(t: np.ndarray, p: np.ndarray, clusters: np.ndarray, families: list[np.ndarray],
-                    seed: int = BOOTSTRAP_SEED, draws: int = BOOTSTRAP_DRAWS) -> list[list]:
+                    *, bootstrap: Bootstrap) -> list[list]:
     """95 % percentile bootstrap intervals of balanced accuracy for many slices from one set of
     clip resamples: all rows of one clip enter or leave a resample together.
 
@@ -186,8 +183,8 @@ def slice_intervals(t: np.ndarray, p: np.ndarray, clusters: np.ndarray, families
     pos = np.bincount(group, weights=values[0], minlength=n_slices)
     neg = np.bincount(group, weights=values[2], minlength=n_slices)
     defined = (pos > 0) & (neg > 0)
-    ba = bootstrap_statistic(unit, group, values, n_clips, n_slices,
-                             lambda s: balanced_accuracy_from_sums(s[1], s[0], s[3], s[2]), draws, seed)
+    ba = bootstrap.grouped(lambda s: balanced_accuracy_from_sums(s[1], s[0], s[3], s[2]), unit=unit, group=group,
+                           values=values, n_units=n_clips, n_groups=n_slices)
     for f in range(len(families)):
         for j in range(offsets[f + 1] - offsets[f]):
             k = offsets[f] + j
@@ -260,7 +257,7 @@ def metrics_of(t: np.ndarray, p: np.ndarray, s: np.ndarray, interval, min_class_
     return m
 
 
-def slice_report(frame: pd.DataFrame, keys: list[str], seed: int = BOOTSTRAP_SEED, draws: int = BOOTSTRAP_DRAWS,
+def slice_report(frame: pd.DataFrame, keys: list[str], *, bootstrap: Bootstrap,
                  min_class_rows: int = MIN_CLASS_ROWS) -> tuple[dict, dict, dict[str, pd.DataFrame]]:
     """Overall metrics, unanimous-subset metrics and one table per key of ``keys``.
 
@@ -279,7 +276,7 @@ def slice_report(frame: pd.DataFrame, keys: list[str], seed: int = BOOTSTRAP_SEE
         codes.append(c.astype(np.int64))
         labels.append(list(u))
     families = [np.zeros(n, np.int64), np.where(unanimous, 0, -1).astype(np.int64), *codes]
-    intervals = slice_intervals(t, p, frame["clip"].to_numpy(), families, seed, draws) if n else [[None], [None]] + [[] for _ in keys]
+    intervals = slice_intervals(t, p, frame["clip"].to_numpy(), families, bootstrap=bootstrap) if n else [[None], [None]] + [[] for _ in keys]
     overall = metrics_of(t, p, s, intervals[0][0] if intervals[0] else None, min_class_rows)
     unan = metrics_of(t[unanimous], p[unanimous], s[unanimous], intervals[1][0] if intervals[1] else None, min_class_rows)
     tables = {}

@@ -7,8 +7,6 @@ run leaves the previous outputs as they were.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import math
 import os
@@ -49,99 +47,8 @@ def json_bytes(obj) -> bytes:
 
 
 def csv_bytes(df: pd.DataFrame) -> bytes:
-    """``df.to_csv(index=False, lineterminator="\\n")`` as UTF-8 bytes, byte for byte.
-
-    pandas' writer formats every cell through a Cython loop around ``csv.writer``; for the
-    frames we write (numbers, booleans and plain strings) the same text is built 2–3× faster
-    column by column (:func:`_csv_cells`) and joined once. Anything else — a one-column frame
-    (where csv quotes an empty row), duplicate column names, dates, categoricals, nullable or
-    mixed-object columns — goes through pandas itself. Tests compare the two on random frames.
-    """
-    text = _csv_text(df)
-    if text is None:
-        text = df.to_csv(index=False, lineterminator="\n")
-    return text.encode("utf-8")
-
-
-_CSV_SPECIAL = (",", '"', "\n", "\r")  # a field with one of these may need quoting
-
-
-def _csv_quoted(value: str) -> str:
-    """One field as ``csv.writer`` (pandas' dialect: QUOTE_MINIMAL, '"', '\\n') writes it."""
-    if "\r" not in value:
-        # the field holds the delimiter, the quote character or the line end: csv quotes it
-        # and doubles the quote characters
-        return '"' + value.replace('"', '""') + '"'
-    buf = io.StringIO()  # a carriage return: let csv decide, as its rule for it varies by version
-    csv.writer(buf, lineterminator="\n").writerow([value, ""])
-    return buf.getvalue()[:-2]  # drop the empty second field's "," and the line end
-
-
-def _csv_strings(values: list) -> list[str] | None:
-    """Plain strings as csv fields, or None when a value is not a ``str``."""
-    try:
-        joined = "".join(values)  # one C pass; raises on a non-string
-    except TypeError:
-        return None
-    if any(ch in joined for ch in _CSV_SPECIAL):
-        return [_csv_quoted(v) if any(ch in v for ch in _CSV_SPECIAL) else v for v in values]
-    return values
-
-
-def _csv_kind(dtype) -> str | None:
-    """How :func:`_csv_cells` writes a column of this dtype; None leaves the frame to pandas."""
-    if isinstance(dtype, np.dtype):
-        return {"f": "float", "b": "bool", "i": "int", "u": "int", "O": "text"}.get(dtype.kind)
-    if isinstance(dtype, pd.StringDtype):
-        return "text"
-    if dtype.name in ("boolean", "Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32", "UInt64"):
-        return "nullable"  # pandas' masked integers and booleans
-    return None
-
-
-def _csv_cells(column: pd.Series, kind: str) -> list[str] | None:
-    """One column's fields as pandas writes them, or None if a text column holds a non-string.
-
-    The conversions are pandas' own (``get_values_for_csv``): float64 → numpy's ``astype(str)``
-    with NaN as ""; integers and booleans → ``str()`` of each value; nullable integers and
-    booleans likewise with <NA> as ""; strings as they are with missing values as "".
-    """
-    if kind == "float":
-        arr = column.to_numpy()
-        cells = arr.astype(str)
-        nan = np.isnan(arr)
-        if nan.any():
-            cells = cells.astype(object)
-            cells[nan] = ""
-        return cells.tolist()
-    if kind == "bool":
-        return ["True" if v else "False" for v in column.to_numpy().tolist()]
-    if kind == "int":
-        return list(map(str, column.to_numpy().tolist()))
-    if kind == "nullable":
-        return [str(v) for v in column.to_numpy(dtype=object, na_value="").tolist()]
-    arr = column.to_numpy(dtype=object)
-    missing = pd.isna(arr)
-    if missing.any():
-        arr = arr.copy()
-        arr[missing] = ""
-    return _csv_strings(arr.tolist())
-
-
-def _csv_text(df: pd.DataFrame) -> str | None:
-    if df.shape[1] < 2 or not df.columns.is_unique:
-        return None
-    kinds = [_csv_kind(dtype) for dtype in df.dtypes]
-    header = _csv_strings([str(c) for c in df.columns])
-    if header is None or None in kinds:
-        return None
-    cells = []
-    for i, kind in enumerate(kinds):
-        column = _csv_cells(df.iloc[:, i], kind)
-        if column is None:
-            return None
-        cells.append(column)
-    return "\n".join([",".join(header), *map(",".join, zip(*cells, strict=True))]) + "\n"
+    """A frame as CSV, UTF-8, pandas' own writer: no index, ``\n`` line ends (what upstream writes)."""
+    return df.to_csv(index=False, lineterminator="\n").encode("utf-8")
 
 
 def _stage(target: Path, data: bytes) -> str:

@@ -34,7 +34,8 @@ from .agreement import (
     pairwise_accuracy,
 )
 from .metrics import balanced_accuracy_from_sums, binary_metrics, confusion_counts
-from .resampling import bootstrap_statistic, percentile_interval
+from .ranking import spearman_by_group, spearman_with_interval
+from .resampling import Bootstrap, percentile_interval
 
 
 def _kappa(truth: np.ndarray, pred: np.ndarray) -> float | None:
@@ -75,8 +76,8 @@ def pairwise_rows(votes: pd.DataFrame, decisions: dict[str, np.ndarray], rater_n
     return out
 
 
-def loo_rows(votes: pd.DataFrame, decisions: dict[str, np.ndarray], clip_of_item: np.ndarray, seed: int,
-             draws: int) -> dict:
+def loo_rows(votes: pd.DataFrame, decisions: dict[str, np.ndarray], clip_of_item: np.ndarray, *,
+             bootstrap: Bootstrap) -> dict:
     """Leave-one-out on identical comparisons (module docstring): the human row and one row per
     decision-maker, each with its difference from the human and that difference's interval."""
     comp = loo_comparisons(votes)
@@ -102,15 +103,15 @@ def loo_rows(votes: pd.DataFrame, decisions: dict[str, np.ndarray], clip_of_item
                 ba_m = balanced_accuracy_from_sums(s[4], s[0], s[5], s[2])
                 return np.column_stack([(ba_m - ba_h)[:, 0], ((s[7] - s[6]) / s[8])[:, 0]])
 
-            d = bootstrap_statistic(clip, np.zeros(len(item), np.int64), values, int(clip.max()) + 1, 1, statistic,
-                                    draws, seed)
+            d = bootstrap.grouped(statistic, unit=clip, group=np.zeros(len(item), np.int64), values=values,
+                                  n_units=int(clip.max()) + 1, n_groups=1)
             row["balanced_accuracy_minus_human_ci95"] = percentile_interval(d[:, 0])
             row["accuracy_minus_human_ci95"] = percentile_interval(d[:, 1])
         out[name] = row
     return out
 
 
-def vs_humans(scored: pd.DataFrame, votes: pd.DataFrame, subset, seed: int, draws: int) -> dict:
+def vs_humans(scored: pd.DataFrame, votes: pd.DataFrame, subset, *, bootstrap: Bootstrap) -> dict:
     """``summary.json["vs_humans"]``. ``scored``: the rows scored ok, with the item key,
     ``pred_present`` and ``clip``; ``votes``: votes.csv (item key, ``rater``, ``binary``)."""
     keys = list(subset.item_key)
@@ -127,19 +128,17 @@ def vs_humans(scored: pd.DataFrame, votes: pd.DataFrame, subset, seed: int, draw
         "definition": "the model as one more rater, on the humans' own targets (README: Comparing a model with the humans)",
         "chance": {"accuracy": 0.5, "balanced_accuracy": 0.5, "kappa": 0.0},
         "pairwise": pairwise_rows(frame, decisions, list(rater_names)),
-        "leave_one_out": loo_rows(frame, decisions, clip, seed, draws),
-        "bootstrap": {"seed": seed, "draws": draws, "unit": "clip", "interval": "percentile 95%"},
+        "leave_one_out": loo_rows(frame, decisions, clip, bootstrap=bootstrap),
+        "bootstrap": {"seed": bootstrap.seed, "draws": bootstrap.draws, "unit": "clip", "interval": "percentile 95%"},
     }
 
 
-def graded_agreement(scored: pd.DataFrame, votes: pd.DataFrame, subset, seed: int, draws: int) -> dict:
+def graded_agreement(scored: pd.DataFrame, votes: pd.DataFrame, subset, *, bootstrap: Bootstrap) -> dict:
     """``summary.json["graded"]``: Spearman's ρ between the model's similarity and each item's
     mean rating (emo: 0 not, 1 weakly, 2 strongly present; dim: the share of "yes"), overall and
     per category, each with its clip-bootstrap interval; and the human reference on the same
     footing — on every (item, rater) with ≥ 2 other raters, ρ of the rater's rating with the
     mean of the others', and ρ of the model's similarity with those same means."""
-    from .ranking import spearman_by_group, spearman_with_interval
-
     keys = list(subset.item_key)
     code = pd.MultiIndex.from_frame(scored[keys].reset_index(drop=True))
     at = code.get_indexer(pd.MultiIndex.from_frame(votes[keys]))
@@ -154,7 +153,7 @@ def graded_agreement(scored: pd.DataFrame, votes: pd.DataFrame, subset, seed: in
     has = count > 0
     category = scored[subset.category_slice].to_numpy()
     by = [{subset.category_slice: r["group"], **{k: r[k] for k in ("rho", "ci95", "n")}}
-          for r in spearman_by_group(sims[has], mean_rating[has], clips[has], category[has], seed, draws)]
+          for r in spearman_by_group(sims[has], mean_rating[has], clips[has], category[has], bootstrap=bootstrap)]
     # the human reference: each vote against the mean of the item's other votes (≥ 2 others)
     item = v["item"].to_numpy()
     others = count[item] - 1
@@ -164,11 +163,11 @@ def graded_agreement(scored: pd.DataFrame, votes: pd.DataFrame, subset, seed: in
     return {
         "target": "mean rating per item on the subset's scale ("
                   + ", ".join(f"{i} = {label}" for i, label in enumerate(subset.scale)) + ")",
-        "overall": spearman_with_interval(sims[has], mean_rating[has], clips[has], seed, draws),
+        "overall": spearman_with_interval(sims[has], mean_rating[has], clips[has], bootstrap=bootstrap),
         f"by_{subset.category_slice}": by,
         "human_reference": {
             "definition": "each rater's rating vs the mean of the other raters' (items with >= 2 other raters)",
-            "human": spearman_with_interval(v["value"].to_numpy()[keep], mean_others[keep], clips[ref_item], seed, draws),
-            "model": spearman_with_interval(sims[ref_item], mean_others[keep], clips[ref_item], seed, draws),
+            "human": spearman_with_interval(v["value"].to_numpy()[keep], mean_others[keep], clips[ref_item], bootstrap=bootstrap),
+            "model": spearman_with_interval(sims[ref_item], mean_others[keep], clips[ref_item], bootstrap=bootstrap),
         },
     }

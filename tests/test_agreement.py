@@ -18,9 +18,8 @@ import pandas as pd
 import pytest
 
 from emolia_bench import agreement as ag
-from emolia_bench import resampling
 from emolia_bench.metrics import balanced_accuracy_over_present_classes
-from emolia_bench.resampling import bootstrap_statistic, bootstrap_weights, group_summer, map_chunks
+from emolia_bench.resampling import Bootstrap
 
 VOTES = {  # item -> {rater: vote}
     0: {0: 1, 1: 1, 2: 1},
@@ -42,7 +41,7 @@ def votes_frame(votes=VOTES) -> pd.DataFrame:
 
 def alone(figure, seed, draws=1000):
     """The interval of a figure's first statistic, bootstrapped on its own."""
-    return ag.bootstrap_intervals([figure], seed, draws)[figure.names[0]]
+    return ag.intervals([figure], Bootstrap(draws=draws, seed=seed))[figure.names[0]]
 
 
 @pytest.fixture
@@ -160,116 +159,35 @@ def test_bootstrap_intervals_bracket_the_estimate_and_are_seeded(votes):
     assert loo[0] <= 0.75 <= loo[1]
 
 
-def test_bootstrap_sums_equal_an_explicit_resample_of_the_units():
-    # Rows (unit, group, count): units 1 and 3 have identical rows (so they are merged into one
-    # type), unit 4 has two rows in one group, unit 5 has none. Whatever is merged, each resample's
-    # sums must be exactly those of drawing the units explicitly with the same generator.
-    unit = np.array([0, 1, 3, 2, 4, 4, 1, 3])
-    group = np.array([0, 1, 1, 2, 0, 0, 2, 2])
-    ones, hits = np.ones(8), np.array([1, 0, 0, 1, 1, 0, 1, 1], dtype=float)
-    n_units, draws = 6, 40
-    idx = np.random.default_rng(3).integers(0, n_units, size=(draws, n_units), dtype=np.int32)
-    times = np.stack([np.bincount(row, minlength=n_units) for row in idx])  # draws × units
-    want = [np.zeros((draws, 3)), np.zeros((draws, 3))]
-    for u, g, o, h in zip(unit, group, ones, hits, strict=True):
-        want[0][:, g] += o * times[:, u]
-        want[1][:, g] += h * times[:, u]
-    for budget in (n_units, 10**6):  # one resample per chunk (several threads at once), and a single chunk
-        got = bootstrap_statistic(unit, group, [ones, hits], n_units, 3, np.hstack, draws, seed=3, budget=budget)
-        assert np.array_equal(got[:, :3], want[0]) and np.array_equal(got[:, 3:], want[1]), budget
-
-
-def test_interchangeable_units_merge_exactly_the_units_with_identical_rows():
-    from emolia_bench.resampling import interchangeable_units
-
-    unit = np.array([0, 1, 3, 2, 4, 4, 1, 3, 2])
-    group = np.array([0, 1, 1, 2, 0, 0, 2, 2, 1])
-    value = np.array([1, 0, 0, 1, 1, 0, 1, 1, 0], dtype=float)
-    unit_type, type_unit, type_group, (type_value,) = interchangeable_units(unit, group, [value], 6, 3)
-    # 1 and 3: rows (1, 0) and (2, 1) each -> one type; 2 has (1, 0), (2, 1) too -> the same type;
-    # 0 has (0, 1); 4 has (0, 1+0) after summing per group -> the same as 0; 5 has no row
-    assert unit_type[1] == unit_type[2] == unit_type[3]
-    assert unit_type[0] == unit_type[4]
-    assert len(set(unit_type.tolist())) == 3
-    # the representative rows, keyed by type, hold each type's summed cells once
-    rows = sorted(zip(type_unit.tolist(), type_group.tolist(), type_value.tolist(), strict=True))
-    assert rows == sorted([(unit_type[0], 0, 1.0), (unit_type[1], 1, 0.0), (unit_type[1], 2, 1.0)])
-
-
-def test_bootstrap_weights_do_not_depend_on_the_chunk_size():
-    # The budget only cuts the stream of draws into chunks: any budget gives the counts of one
-    # explicit draws × n resample with the same seed.
-    n, draws = 37, 50
-    idx = np.random.default_rng(9).integers(0, n, size=(draws, n), dtype=np.int32)
-    want = np.stack([np.bincount(row, minlength=n) for row in idx])
-    for budget in (n, 5 * n + 3, 10**6):  # one draw per chunk, uneven chunks, a single chunk
-        got = np.concatenate(list(bootstrap_weights(n, draws, seed=9, budget=budget)))
-        assert np.array_equal(got, want), budget
-
-
-@pytest.mark.parametrize("n_types", [None, 3, 40])
-def test_a_stream_asked_for_again_is_read_back_with_the_same_counts(monkeypatch, n_types):
-    # First request: counted straight from the draws; second: counted and kept; third: read from
-    # what was kept. By unit, by a few types (a BLAS product) and by many (sums by type): every
-    # request must give the counts of the explicit resample, summed by type by hand.
-    monkeypatch.setattr(resampling, "_kept", {})
-    monkeypatch.setattr(resampling, "_asked", set())
-    n, draws = 300, 40
-    idx = np.random.default_rng(8).integers(0, n, size=(draws, n), dtype=np.int32)
-    want = np.stack([np.bincount(row, minlength=n) for row in idx])
-    types = None
-    if n_types is not None:
-        types = np.random.default_rng(1).integers(0, n_types, n)
-        types[:n_types] = np.arange(n_types)  # every type present
-        want = np.stack([np.bincount(types, weights=row, minlength=n_types) for row in want])
-    for request in range(3):
-        got = np.concatenate(list(bootstrap_weights(n, draws, seed=8, budget=7 * n, unit_type=types)))
-        assert np.array_equal(got, want), request
-        assert ((n, draws, 8) in resampling._kept) == (request > 0)  # kept from the second request on
-    monkeypatch.setattr(resampling, "SHARED_CELLS", 10)  # too big to keep: drawn anew, same counts
-    resampling._kept.clear()
-    got = np.concatenate(list(bootstrap_weights(n, draws, seed=8, unit_type=types)))
-    assert np.array_equal(got, want) and not resampling._kept
-
-
-def test_bootstrap_group_sums_equal_explicit_resampling():
-    # rows (unit, group, value): units 0..3, groups 0..2 (group 1 has no rows, so its sums stay 0);
-    # with the same draws, group g's sum is sum over rows of value × times the row's unit was drawn.
-    # (unit 1, group 2) twice: its rows are summed into one cell before either path
-    unit = np.array([0, 1, 1, 3, 2, 1])
-    group = np.array([2, 0, 2, 0, 0, 2])
-    value = np.array([1.0, 10.0, 100.0, 1000.0, 10000.0, 3.0])
-    idx = np.random.default_rng(5).integers(0, 4, size=(6, 4), dtype=np.int32)
-    times = np.stack([np.bincount(row, minlength=4) for row in idx])  # draws × units
-    want = np.zeros((6, 3))
-    for u, g, v in zip(unit, group, value, strict=True):
-        want[:, g] += v * times[:, u]
-    for path in ("gathered", "dense", None):  # the gather-and-reduce path, the dense BLAS path, the cheaper
-        summer = group_summer(unit, group, [value], n_units=4, n_groups=3, path=path)
-        (sums,) = summer(next(bootstrap_weights(4, draws=6, seed=5)))
-        assert np.array_equal(sums, want), path
-
-
-def test_both_ceiling_intervals_share_one_set_of_resamples_when_their_items_coincide(votes, monkeypatch):
-    # Every item fully rated: the co-rated items and the items with a LOO comparison are the same,
-    # so the weights are drawn once, and each interval equals the one computed on its own (the
-    # same seed draws the same resamples).
+def test_figures_over_the_same_items_see_the_same_resamples():
+    # Every item fully rated: the co-rated items and the items with a LOO comparison are the
+    # same 30 units, so both intervals are read off one stream (n, draws, seed); checked by
+    # recomputing each resample's two statistics by hand from explicitly drawn items.
     full = votes_frame({i: {0: i % 2, 1: (i // 2) % 2, 2: 1} for i in range(30)})
     pairs = ag.co_rated_pairs(full)
-    each = (alone(ag.pairwise_accuracy_resampled(pairs), seed=4),
-            alone(ag.loo_accuracy_resampled(full), seed=4))
-    drawn = []
-    real = resampling.bootstrap_weights
-    monkeypatch.setattr(resampling, "bootstrap_weights", lambda n, *a, **k: drawn.append(n) or real(n, *a, **k))
-    assert ag.ceiling_intervals(pairs, full, seed=4, draws=1000) == each
-    assert drawn == [30]
-    # the fixture's panel has items rated by two only: two sets of units, two draws, same values
-    pairs = ag.co_rated_pairs(votes)
-    each = (alone(ag.pairwise_accuracy_resampled(pairs), seed=1),
-            alone(ag.loo_accuracy_resampled(votes), seed=1))
-    drawn.clear()
-    assert ag.ceiling_intervals(pairs, votes, seed=1, draws=1000) == each
-    assert len(drawn) == 2 and drawn[0] != drawn[1]
+    got = ag.intervals([ag.pairwise_accuracy_resampled(pairs), ag.loo_accuracy_resampled(full)],
+                       Bootstrap(draws=300, seed=4))
+    idx = np.random.default_rng(4).integers(0, 30, size=(300, 30), dtype=np.int32)
+    times = np.stack([np.bincount(row, minlength=30) for row in idx])
+    agree = {}  # per item: agreements of each pair (a-b, a-c, b-c)
+    for i in range(30):
+        x, y, z = i % 2, (i // 2) % 2, 1
+        agree[i] = (x == y, x == z, y == z)
+    pair_acc = [np.mean([sum(times[d, i] * agree[i][p] for i in range(30)) / times[d].sum() for p in range(3)])
+                for d in range(300)]
+    # LOO: each vote against the majority of the other two (skipped when they tie)
+    correct, total = np.zeros(300), np.zeros(300)
+    for i in range(30):
+        v = [i % 2, (i // 2) % 2, 1]
+        for k in range(3):
+            others = [v[j] for j in range(3) if j != k]
+            if others[0] == others[1]:
+                correct += times[:, i] * (v[k] == others[0])
+                total += times[:, i]
+    from emolia_bench.resampling import percentile_interval
+
+    assert got["human_pairwise_accuracy"] == pytest.approx(percentile_interval(np.array(pair_acc)), abs=1e-12)
+    assert got["human_loo_accuracy"] == pytest.approx(percentile_interval(correct / total), abs=1e-12)
 
 
 def test_bootstrap_constant_data_gives_a_point_interval():
@@ -315,41 +233,3 @@ def test_balanced_accuracy_has_scikit_learn_semantics(seed):
         want = balanced_accuracy_score(truth, pred)
     assert balanced_accuracy_over_present_classes(truth, pred) == pytest.approx(want, abs=1e-12)
     assert balanced_accuracy_over_present_classes(np.array([], int), np.array([], int)) is None
-
-
-def test_statsmodels_is_imported_without_scipy_stats_and_scipy_stats_still_works():
-    # In a fresh interpreter (this one has scipy.stats already): after ag.inter_rater(), the
-    # heavy module is not loaded; touching it loads it transparently and it answers correctly.
-    import subprocess
-    import sys
-
-    code = (
-        "import sys\n"
-        "from emolia_bench import agreement as ag\n"
-        "m = ag.inter_rater()\n"
-        "print(m.cohens_kappa([[3.0, 1.0], [1.0, 3.0]], return_results=False))\n"
-        "print('scipy.stats._stats_py' in sys.modules)\n"
-        "from scipy import stats\n"
-        "print(stats.norm.sf(0.0), 'scipy.stats._stats_py' in sys.modules)\n"
-        "print(type(sys.modules['numpy.f2py']).__name__, type(sys.modules['numpy.testing']).__name__)\n"
-        "import numpy.testing\n"
-        "numpy.testing.assert_equal(2, 2)\n"
-        "print(type(sys.modules['numpy.testing']).__name__, hasattr(numpy.testing, 'assert_allclose'))\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
-    # κ of [[3,1],[1,3]]: p_o = 6/8, p_e = .5*.5 + .5*.5 = .5 -> κ = (.75 - .5) / .5 = .5
-    assert out[0] == "0.5" and out[1] == "False" and out[2] == "0.5 True"
-    # numpy's f2py and testing were bound lazily too (scipy.linalg reached them), and the first
-    # use of numpy.testing loads the real module
-    assert out[3] == "_LazyModule _LazyModule"
-    assert out[4] == "module True"
-
-
-def test_chunks_on_several_threads_give_one_threads_result_in_order():
-    # a statistic whose result names its chunk: any thread count returns the chunks' results in
-    # the chunks' order, equal to one thread's
-    chunks = [np.full((3, 4), float(i)) for i in range(25)]
-    one = map_chunks(lambda c: c.sum(axis=1), iter(chunks), workers=1)
-    assert np.array_equal(one, np.repeat(np.arange(25) * 4.0, 3))
-    for workers in (2, 3, 8):
-        assert np.array_equal(map_chunks(lambda c: c.sum(axis=1), iter(chunks), workers=workers), one)

@@ -26,7 +26,7 @@ import pytest
 
 from emolia_bench import agreement as ag
 from emolia_bench.raters import clip_durations_ms, rater_profiles
-from emolia_bench.resampling import group_summer
+from emolia_bench.resampling import Bootstrap
 from emolia_bench.subsets import EMO
 
 from .conftest import WORKED, run_script
@@ -34,10 +34,9 @@ from .test_agreement import RATERS, votes_frame
 
 
 def point(figure: ag.Resampled) -> np.ndarray:
-    """A figure's statistic on the data itself: every unit drawn exactly once."""
-    n = len(figure.items)
-    sums = group_summer(figure.unit, figure.group, figure.values, n, figure.n_groups)(np.ones((1, n)))
-    return np.asarray(figure.statistic(sums)).reshape(-1)
+    """A figure's statistics on the data itself (every unit once), as the package reports them."""
+    values = ag.point_values([figure])
+    return np.array([np.nan if values[n] is None else values[n] for n in figure.names])
 
 
 def random_panel(rng, n_items, n_raters=3, n_values=3, sparse=False):
@@ -55,9 +54,10 @@ def random_panel(rng, n_items, n_raters=3, n_values=3, sparse=False):
 
 def test_every_figure_carries_its_items_and_comparisons():
     votes = votes_frame()
-    agreement = ag.human_agreement(votes, RATERS, ordinal=False, n_values=2, seed=1, draws=1000)
-    intervals = ag.agreement_intervals(votes, ordinal=False, n_values=2, seed=1, draws=1000)
-    d = ag.agreement_detail(votes, RATERS, False, 2, agreement, intervals, min_items=5)
+    panel = ag.Panel(votes, ordinal=False)
+    ci = ag.intervals(ag.agreement_figures(panel, 2), Bootstrap(draws=1000, seed=1))
+    agreement = ag.human_agreement(panel, RATERS, 2, ci)
+    d = ag.agreement_detail(panel, RATERS, 2, agreement, ci, min_items=5)
     f = d["figures"]
     # complete items i1–i4: 4 items, 3 rater pairs each = 12 comparisons; Fleiss: 3 pairs per item
     assert (f["pairwise_binary_kappa_mean"]["n_items"], f["pairwise_binary_kappa_mean"]["n_comparisons"]) == (4, 12)
@@ -78,7 +78,7 @@ def test_every_figure_carries_its_items_and_comparisons():
     # every pair shares the same 4 complete items, so the items-weighted κ mean is the plain mean
     assert f["pairwise_binary_kappa_mean_items_weighted"]["value"] == pytest.approx(agreement["pairwise_binary_kappa"]["mean"])
     assert f["pairwise_binary_kappa_mean"]["value"] == agreement["pairwise_binary_kappa"]["mean"]
-    # the ceiling intervals computed with the others are the ones ceiling_intervals gives alone
+    # the ceiling's intervals in the upstream block are the detail's
     assert f["human_pairwise_accuracy"]["ci95"] == agreement["human_pairwise_accuracy_ci95"]
     assert f["human_loo_accuracy"]["ci95"] == agreement["human_loo_accuracy_ci95"]
     assert "conditional on these raters" in d["intervals"]
@@ -151,9 +151,9 @@ def test_intervals_equal_an_explicit_resample_computed_with_the_libraries():
     v = random_panel(np.random.default_rng(11), n, n_values=2)  # every item rated by all three
     pairs = ag.co_rated_pairs(v)
     bin3 = ag.complete_matrix(v, "binary")
-    got = ag.bootstrap_intervals([ag.kappa_resampled(pairs, "binary", 2, "kappa"),
-                                  ag.fleiss_resampled({"fleiss": (bin3, 2)}, np.arange(n)),
-                                  ag.alpha_resampled(v, {"alpha": ("binary", 2, "nominal")})], seed, draws)
+    got = ag.intervals([ag.kappa_resampled(pairs, "binary", 2, "kappa"),
+                        ag.fleiss_resampled({"fleiss": (bin3, 2)}, np.arange(n)),
+                        ag.alpha_resampled(v, {"alpha": ("binary", 2, "nominal")})], Bootstrap(draws=draws, seed=seed))
     idx = np.random.default_rng(seed).integers(0, n, size=(draws, n), dtype=np.int32)  # the same draws
     stats = {"kappa": [], "fleiss": [], "alpha": []}
     for row in idx:
@@ -174,7 +174,8 @@ def test_intervals_equal_an_explicit_resample_computed_with_the_libraries():
 def test_agreement_within_slices():
     votes = votes_frame()
     slice_of_item = pd.Series(["x", "x", "x", "y", "y", "y"])
-    rows = ag.agreement_by_slice(votes, slice_of_item, ordinal=False, n_values=2, min_items=3, seed=1, draws=1000)
+    rows = ag.agreement_by_slice(votes, slice_of_item, ordinal=False, n_values=2, min_items=3,
+                                  bootstrap=Bootstrap(draws=1000, seed=1))
     x, y = rows
     assert (x["slice"], y["slice"]) == ("x", "y")
     # x: i1–i3, all complete; all equal on i1 and i3 -> 2/3. y: i4 complete (not all equal), i5 two raters

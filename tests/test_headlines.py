@@ -8,14 +8,8 @@ import pytest
 from scipy.stats import spearmanr
 from sklearn.metrics import roc_auc_score
 
-from emolia_bench.ranking import (
-    GroupedRanks,
-    auroc_with_intervals,
-    spearman_by_group,
-    spearman_statistic,
-    spearman_with_interval,
-)
-from emolia_bench.resampling import percentile_interval
+from emolia_bench.ranking import auroc_with_intervals, spearman_by_group, spearman_with_interval
+from emolia_bench.resampling import Bootstrap, percentile_interval
 from emolia_bench.subsets import EMO
 from emolia_bench.thresholds import clip_folds, cv_thresholds
 from emolia_bench.vs_humans import graded_agreement
@@ -52,7 +46,7 @@ def test_clip_folds_keep_clips_whole_and_balanced():
 
 
 def explicit_clip_resamples(n_clips, draws, seed):
-    """The draws bootstrap_weights makes, written out: how often each clip was drawn, per resample."""
+    """The draws Bootstrap.counts makes, written out: how often each clip was drawn, per resample."""
     idx = np.random.default_rng(seed).integers(0, n_clips, size=(draws, n_clips), dtype=np.int32)
     return np.stack([np.bincount(row, minlength=n_clips) for row in idx])
 
@@ -68,7 +62,7 @@ def test_auroc_and_macro_auroc_equal_scikit_learn_on_the_data_and_on_each_resamp
     if tied:
         scores = np.round(scores, 1)
     cats = rng.choice(["a", "b", "c"], n)
-    got = auroc_with_intervals(truth, scores, clip.astype(str), cats, seed=9, draws=150)
+    got = auroc_with_intervals(truth, scores, clip.astype(str), cats, bootstrap=Bootstrap(draws=150, seed=9))
     assert got["auroc"] == pytest.approx(roc_auc_score(truth, scores), abs=1e-12)
     assert got["macro_auroc"] == pytest.approx(np.mean([roc_auc_score(truth[cats == c], scores[cats == c]) for c in "abc"]),
                                                abs=1e-12)
@@ -83,11 +77,11 @@ def test_auroc_and_macro_auroc_equal_scikit_learn_on_the_data_and_on_each_resamp
     assert got["macro_auroc_ci95"] == pytest.approx(percentile_interval(np.array(macro)), abs=1e-12)
 
 
-X_KINDS = {  # x against y, a mean rating with 3 levels (few levels: ranked from the clips' counts by level)
-    "tied": lambda rng, n: np.round(rng.normal(size=n), 1),  # many levels with ties: the "ranked" path
-    "untied": lambda rng, n: rng.normal(size=n),  # every row its own level: the "ranked" path
-    "few": lambda rng, n: rng.integers(0, 4, n).astype(float),  # a rating too: the "levels" path
-    "continuous y": None,  # x few levels, y untied: swapped into the "ranked" path
+X_KINDS = {  # x against y, a mean rating with 3 levels
+    "tied": lambda rng, n: np.round(rng.normal(size=n), 1),  # many levels with ties
+    "untied": lambda rng, n: rng.normal(size=n),  # every row its own level
+    "few": lambda rng, n: rng.integers(0, 4, n).astype(float),  # a rating too
+    "continuous y": None,  # x few levels, y untied
 }
 
 
@@ -95,8 +89,7 @@ X_KINDS = {  # x against y, a mean rating with 3 levels (few levels: ranked from
 @pytest.mark.parametrize("kind", list(X_KINDS))
 def test_spearman_equals_scipy_within_each_group_on_the_data_and_on_each_resample(groups, kind):
     # One group goes through spearman_with_interval, three through spearman_by_group; each
-    # group's figures must equal scipy's on its rows, resample by resample, whichever of the
-    # three computations (spearman_statistic) the kinds of x and y lead to.
+    # group's figures must equal scipy's on its rows, resample by resample, for every kind of x.
     rng = np.random.default_rng(6 + groups)
     n = 80 * groups
     clip = rng.integers(0, 25 * groups, n)
@@ -106,11 +99,10 @@ def test_spearman_equals_scipy_within_each_group_on_the_data_and_on_each_resampl
     x = rng.normal(size=n) if kind == "continuous y" else X_KINDS[kind](rng, n)
     if kind == "continuous y":
         x, y = y, x
-    assert GroupedRanks(x if kind == "continuous y" else y, np.zeros(n, np.int64), clip_ids).level_weights is not None
     if groups == 1:
-        got = [{"group": "g0", **spearman_with_interval(x, y, clip.astype(str), seed=4, draws=80)}]
+        got = [{"group": "g0", **spearman_with_interval(x, y, clip.astype(str), bootstrap=Bootstrap(draws=80, seed=4))}]
     else:
-        got = spearman_by_group(x, y, clip.astype(str), group, seed=4, draws=80)
+        got = spearman_by_group(x, y, clip.astype(str), group, bootstrap=Bootstrap(draws=80, seed=4))
     assert [g["group"] for g in got] == sorted(set(group))
     times = explicit_clip_resamples(clip_ids.max() + 1, 80, seed=4)[:, clip_ids]
     for entry in got:
@@ -128,7 +120,7 @@ def test_graded_targets_and_the_human_reference_by_hand():
                             "similarity": sims[k], "clip": f"{k}.mp3"} for k in ratings])
     votes = pd.DataFrame([{"file_name": f"{k}.mp3", "queried_emotion": "Awe", "task_type": "affirmative", "rater": r,
                            "value": v} for k, vs in ratings.items() for r, v in zip("abc", vs, strict=True)])
-    g = graded_agreement(scored, votes, EMO, seed=1, draws=200)
+    g = graded_agreement(scored, votes, EMO, bootstrap=Bootstrap(draws=200, seed=1))
     means = [np.mean(ratings[k]) for k in ratings]  # 5/3, 1/3, 5/3, 1/3
     assert g["overall"]["rho"] == pytest.approx(spearmanr(list(sims.values()), means)[0])
     # each vote against the mean of the other two: A's a -> (2+1)/2, b -> (2+1)/2, c -> 2, ...
@@ -141,27 +133,3 @@ def test_graded_targets_and_the_human_reference_by_hand():
     assert g["human_reference"]["human"]["rho"] == pytest.approx(spearmanr(own, others)[0])
     assert g["human_reference"]["model"]["rho"] == pytest.approx(spearmanr(model, others)[0])
     assert g["human_reference"]["human"]["n"] == 12
-
-
-@pytest.mark.parametrize("kind", list(X_KINDS))
-def test_the_three_spearman_computations_agree_bit_for_bit(kind):
-    # "rows" ranks every row of every resample; "ranked" reads the sums off one running sum and
-    # the levels' weights; "levels" sums over (x level, y level) cells. Every term is an exact
-    # integer or quarter, so all three must give the same floats, NaNs included (resamples that
-    # miss a group), not merely close ones.
-    rng = np.random.default_rng(11)
-    n = 300
-    code = np.sort(rng.integers(0, 4, n))
-    clip = rng.integers(0, 90, n)
-    clip = pd.factorize(clip, sort=True)[0]
-    y = rng.integers(0, 3, n) / 2
-    x = rng.normal(size=n) if kind == "continuous y" else X_KINDS[kind](rng, n)
-    if kind == "continuous y":
-        x, y = y, x
-    wc = explicit_clip_resamples(clip.max() + 1, 200, seed=3).astype(float)
-    wc[:5, :60] = 0  # some resamples lose whole groups' clips
-    paths = ["rows", "ranked"] + (["levels"] if kind == "few" else [])
-    got = {p: spearman_statistic(x, y, clip, code, path=p)(wc) for p in paths}
-    for p in paths[1:]:
-        assert np.array_equal(got[p], got["rows"], equal_nan=True), p
-    assert np.isfinite(got["rows"]).mean() > 0.9

@@ -18,6 +18,7 @@ import pytest
 
 from emolia_bench.analysis import analyze_subset
 from emolia_bench.io import load_annotations, load_flags, load_users
+from emolia_bench.resampling import Bootstrap
 from emolia_bench.subsets import DIM, EMO
 
 from .conftest import REAL, needs
@@ -156,7 +157,7 @@ def assert_close(got, want, path=""):
 
 
 def _check(subset, ann: pd.DataFrame, users: pd.DataFrame, flags=None):
-    result = analyze_subset(subset, ann, users, flags, draws=1000)
+    result = analyze_subset(subset, ann, users, flags, bootstrap=Bootstrap(draws=1000, seed=1))
     value = {label: i for i, label in enumerate(subset.scale)}
     keys = list(subset.item_key)
     rows = [(tuple(r[k] for k in keys), r["username"], value[r["rating"]], r["created_at"])
