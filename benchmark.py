@@ -38,7 +38,14 @@ from pathlib import Path  # noqa: E402
 from emolia_bench.cli import EXIT_PARTIAL, Phases, run  # noqa: E402
 from emolia_bench.defaults import BOOTSTRAP_DRAWS as METRIC_DRAWS  # noqa: E402
 from emolia_bench.defaults import BOOTSTRAP_SEED as METRIC_SEED  # noqa: E402
-from emolia_bench.defaults import MIN_CLASS_ROWS, SUBSET_NAMES  # noqa: E402
+from emolia_bench.defaults import (  # noqa: E402
+    ENDPOINT_GIVE_UP_AFTER,
+    ENDPOINT_MAX_RETRIES,
+    ENDPOINT_TIMEOUT,
+    ENDPOINT_WORKERS,
+    MIN_CLASS_ROWS,
+    SUBSET_NAMES,
+)
 from emolia_bench.presets import PRESETS, add_loading_options  # noqa: E402
 
 
@@ -57,20 +64,18 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--model-tag", help="names the model in the response cache (default: the first endpoint URL); "
                                       "replicas of one model share it")
     g.add_argument("--threshold", type=float, default=0.0, help="predict present iff similarity >= threshold (default: 0.0)")
-    g.add_argument("--timeout", type=float, default=60.0,
-                   help="deadline in seconds for each whole request: connect, send, wait and read (default: 60)")
+    g.add_argument("--timeout", type=float, default=ENDPOINT_TIMEOUT,
+                   help=f"deadline in seconds for each whole request: connect, send, wait and read (default: {ENDPOINT_TIMEOUT:g})")
     g.add_argument("--no-audio-send", action="store_true",
                    help="omit audio_base64 from requests (for servers that read clips from their own dataset root)")
-    g.add_argument("--workers", type=int, default=64,
-                   help="the most concurrent requests (default: 64); how many are in flight adapts below it: it climbs "
-                        "from 8 while throughput rises and halves when over a fifth of requests meet overload (429, 502-504, "
-                        "timeouts)")
-    g.add_argument("--max-retries", type=int, default=16,
-                   help="retries per request on timeouts, connection errors, 429, 5xx and bad bodies (default: 16: "
-                        "a 50%% fault rate still finishes)")
-    g.add_argument("--give-up-after", type=float, default=120.0,
+    g.add_argument("--workers", type=int, default=ENDPOINT_WORKERS,
+                   help=f"requests in flight at most (default: {ENDPOINT_WORKERS})")
+    g.add_argument("--max-retries", type=int, default=ENDPOINT_MAX_RETRIES,
+                   help=f"retries per request on timeouts, connection errors, 429, 5xx and bad bodies (default: "
+                        f"{ENDPOINT_MAX_RETRIES}: a 50%% fault rate still finishes)")
+    g.add_argument("--give-up-after", type=float, default=ENDPOINT_GIVE_UP_AFTER,
                    help="give up on the endpoint when no request has succeeded for this many seconds; the rows left "
-                        "are errors and a re-run retries them (default: 120)")
+                        f"are errors and a re-run retries them (default: {ENDPOINT_GIVE_UP_AFTER:g})")
     g.add_argument("--cache-dir", type=Path, default=Path(".cache/emolia-bench"),
                    help="response cache for resuming (default: .cache/emolia-bench)")
     g.add_argument("--fresh", action="store_true", help="ignore cached responses (new answers are still cached)")
@@ -119,7 +124,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.max_retries < 0 or args.give_up_after <= 0:
         p.error("--max-retries must be >= 0 and --give-up-after > 0")
 
-    from emolia_bench.evaluation import evaluate, load_human_numbers, predictions_frame
+    from emolia_bench.evaluation import evaluate, predictions_frame
+    from emolia_bench.io import load_analysis_summary, load_labels, load_votes
     from emolia_bench.outputs import csv_bytes, json_bytes, write_outputs
     from emolia_bench.presets import resolve_model
     from emolia_bench.reports import benchmark_report
@@ -129,8 +135,6 @@ def main(argv: list[str] | None = None) -> int:
         Filters,
         apply_filters,
         build_rows,
-        load_labels,
-        load_votes,
         template_prompts,
     )
     from emolia_bench.subsets import subsets_to_run
@@ -168,16 +172,16 @@ def main(argv: list[str] | None = None) -> int:
         with phases("load"):
             labels = load_labels(args.analysis_root / subset.name / "benchmark_labels.csv", subset)
             votes = load_votes(args.analysis_root / subset.name / "votes.csv", subset)
-            human = load_human_numbers(args.analysis_root / subset.name / "summary.json")
+            human, min_items = load_analysis_summary(args.analysis_root / subset.name / "summary.json")
             kept, stats = apply_filters(labels, filters)
             if args.limit is not None:
                 kept = kept.head(args.limit)
             rows = build_rows(kept, subset, args.dataset_root, (templates[subset.name] or [None])[0])
-            plans.append((subset, rows, stats, votes, human))
+            plans.append((subset, rows, stats, votes, human, min_items))
 
     bootstrap = Bootstrap(draws=args.bootstrap_draws, seed=args.seed, threads=default_threads())
     results, failed = [], 0
-    for subset, rows, stats, votes, human in plans:
+    for subset, rows, stats, votes, human, min_items in plans:
         with phases("score"):
             with_audio = rows[rows["scorable"]]
             prompts = template_prompts(with_audio, subset, args.dataset_root, templates[subset.name])
@@ -187,6 +191,7 @@ def main(argv: list[str] | None = None) -> int:
             predictions = predictions_frame(rows, result, subset, args.threshold, args.dataset_root, per_template)
             r = evaluate(subset, rows, predictions, mode=scorer.mode, endpoint=scorer.endpoint, threshold=args.threshold,
                          filter_mode=filters.mode_name(subset), filter_stats=stats, human=human, votes=votes,
+                         min_items=min_items,
                          bootstrap=bootstrap, min_class_rows=args.min_class_rows,
                          cv_folds=args.cv_folds, cv_seed=args.cv_seed, scorer_info=scorer.info(),
                          templates=templates[subset.name])

@@ -36,7 +36,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-wait-ms", type=float, default=5.0, help="how long a request waits for company (default: 5)")
     p.add_argument("--max-body-mb", type=float, default=64.0, help="largest request body (default: 64)")
     p.add_argument("--receive-timeout", type=float, default=10.0,
-                   help="seconds for a request's headers and body to arrive before it is refused with 408 (default: 10)")
+                   help="seconds for a request's body to arrive, once its head is in, before it is refused with 408 "
+                        "(default: 10); on an untrusted network put a reverse proxy in front (README)")
     p.add_argument("--dataset-root", type=Path, help="serve requests that name audio_path inside this folder")
     args = p.parse_args(argv)
     if args.dataset_root is not None and not args.dataset_root.is_dir():
@@ -57,7 +58,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         embedder = load_embedder(choice.model, choice.backend, args.device, args.dtype, choice.max_seconds,
                                  choice.trust_remote_code)
-        app = build_app(embedder, args.dataset_root, args.max_batch, args.max_wait_ms, args.max_body_mb, args.similarity)
+        app = build_app(embedder, args.dataset_root, args.max_batch, args.max_wait_ms, args.max_body_mb, args.similarity,
+                        args.receive_timeout)
     except InputError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -74,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     sock.listen(2048)  # listening before the URL is printed: a client may connect at once
     host, port = sock.getsockname()[:2]
     print(f"CLAP server ({choice.model} on {embedder.device}, {args.similarity}) on http://{host}:{port}/v1/similarity", flush=True)
-    make_server(app, args.receive_timeout).run(sockets=[sock])
+    make_server(app).run(sockets=[sock])
     return 0
 
 

@@ -72,7 +72,7 @@ def main() -> None:
         write_placeholder_clips(tmp / "clips", tmp / "an")
         rows = len(pd.read_csv(tmp / "an/emolia-emo/benchmark_labels.csv"))
         print(f"emo subset of bench/synth.py at scale {args.scale}: {rows:,} rows; --timeout 1, default retries "
-              "(--max-retries 16, --give-up-after 120), default --workers (adaptive, at most 64)")
+              "(--max-retries 16, --give-up-after 120), default --workers")
         print(f"{'fault rate':>10}  {'rows scored':>14}  {'requests/row':>12}  {'wall s':>7}  exit")
         for rate in args.rates:
             # the tests' scripted endpoint: stalls last 2 s, past the client's 1 s deadline

@@ -25,9 +25,9 @@ two servers); the logic lives here, as plain functions over DataFrames, one modu
 - ``thresholds``    cross-validated decision thresholds (folds by clip)
 - ``ranking``       AUROC, macro AUROC and Spearman's ρ with clip-bootstrap intervals
 - ``compare``       runs side by side: leaderboard and clip-paired tests
+- ``summary``       the typed pieces of summary.json (Interval, Figure, the reliability rule), serialised once
 - ``reports``       the Markdown reports
 - ``figures``       the PNG figures (matplotlib, imported only when drawing)
-- ``deadlines``     one watchdog thread that shuts the sockets of late exchanges (client and server)
 - ``paths``         clip paths sent by clients, resolved inside the dataset root or refused
 - ``sham_server``   the stand-in similarity endpoint (standard library only)
 - ``clap_server``   a real CLAP model behind the same endpoint contract (FastAPI)

@@ -42,6 +42,7 @@ import pandas as pd
 from .defaults import MIN_ITEMS
 from .metrics import balanced_accuracy_from_sums, balanced_accuracy_over_present_classes
 from .resampling import Bootstrap, group_sums, percentile_interval
+from .summary import Figure, Support
 
 PRESELECT_RATER = "gemini3flash_preselect"
 PRESELECTION_MIN_HUMANS = 2
@@ -444,14 +445,10 @@ INTERVAL_NOTE = ("95 % percentile bootstrap over items, raters held fixed: the i
                  "these raters and say nothing about how another panel would agree")
 
 
-def _figure(value, ci, n_items: int, n_comparisons: int, unit: str, min_items: int) -> dict:
-    return {"value": value, "ci95": ci, "n_items": int(n_items), "n_comparisons": int(n_comparisons),
-            "unit": unit, "reliable": bool(n_items >= min_items)}
-
-
-def pair_kappas(pairs: pd.DataFrame, raters: list[str], ordinal: bool, n_values: int) -> list[dict]:
+def pair_kappas(pairs: pd.DataFrame, raters: list[str], ordinal: bool, n_values: int, support: Support) -> list[dict]:
     """Per rater pair on the given (complete) items: items shared, Cohen's κ binary and, for
-    ordinal subsets, unweighted and quadratic-weighted ordinal κ."""
+    ordinal subsets, unweighted and quadratic-weighted ordinal κ; ``reliable``: the pair shares
+    enough items (``support``)."""
     out = []
     a, b, tables = pair_tables(pairs, "binary", 2)
     ordinal_tables = pair_tables(pairs, "value", n_values)[2] if ordinal else None
@@ -461,6 +458,7 @@ def pair_kappas(pairs: pd.DataFrame, raters: list[str], ordinal: bool, n_values:
         if ordinal:
             row["kappa_ordinal"] = _finite(kappas_from_tables(ordinal_tables[j]))
             row["kappa_ordinal_quadratic"] = _finite(kappas_from_tables(ordinal_tables[j], quadratic=True))
+        row["reliable"] = support.reliable(row["n_items"])
         out.append(row)
     return out
 
@@ -564,9 +562,9 @@ def agreement_detail(panel: Panel, raters: list[str], n_values: int, agreement: 
     return {
         "min_items": int(min_items),
         "intervals": INTERVAL_NOTE,
-        "figures": {name: _figure(_finite(v), ci.get(name), n, c, unit, min_items)
+        "figures": {name: Figure.rated(_finite(v), ci.get(name), n, c, unit, Support(min_items)).to_json()
                     for name, (v, n, c, unit) in support.items()},
-        "pair_kappas": pair_kappas(cpairs, raters, ordinal, n_values),
+        "pair_kappas": pair_kappas(cpairs, raters, ordinal, n_values, Support(min_items)),
     }
 
 
@@ -598,7 +596,8 @@ def agreement_by_slice(votes: pd.DataFrame, slice_of_item: pd.Series, ordinal: b
         row["exact_agreement_binary"] = exact_agreement(bin3)
         if ordinal:
             row["exact_agreement_ordinal"] = exact_agreement(complete_matrix(v, "value"))
-        row["reliable"] = bool(n_multi >= min_items)
+        row["reliable"] = Support(min_items).reliable(n_multi)  # α's support: items with ≥2 raters
+        row["exact_agreement_reliable"] = Support(min_items).reliable(row["n_items_complete"])
         out.append(row)
     return out
 

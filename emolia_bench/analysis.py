@@ -21,15 +21,7 @@ from .labels import (
 from .raters import FLAG_RULE, clip_durations_ms, rater_profiles
 from .resampling import Bootstrap
 from .subsets import Subset
-
-HUMAN_ALIASES = (
-    ("human_upper_bound_binary", "pairwise_exact_binary"),
-    ("human_accuracy_binary", "human_pairwise_accuracy"),
-    ("human_balanced_accuracy_binary", "human_pairwise_balanced_accuracy"),
-    ("human_loo_accuracy_binary", "human_loo_accuracy"),
-    ("human_loo_balanced_accuracy_binary", "human_loo_balanced_accuracy"),
-    ("human_loo_n_annotations", "human_loo_n_annotations"),
-)
+from .summary import HUMAN_ALIASES
 
 
 @dataclass

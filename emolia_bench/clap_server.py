@@ -6,10 +6,12 @@ one forward pass, so an accelerator stays busy; prompt embeddings are computed o
 distinct prompt and kept. Scores equal the in-process backend's (the same decoding, cropping
 and batch-independent embedding).
 
-Malformed HTTP (a garbled request line, oversized headers) is answered by ``BoundedH11Protocol``
-with a JSON error like every other refusal, and a request's headers and body must arrive within
-``receive_timeout`` seconds (a client dripping a byte at a time is cut off with a JSON 408) —
-uvicorn alone answers the first in plain text and bounds neither.
+HTTP itself is uvicorn's, configured through its own settings (:func:`make_server`): idle
+keep-alive connections close after ``keep_alive`` seconds, a request head may not outgrow
+:data:`MAX_HEADER_BYTES`, and at most ``limit_concurrency`` connections are served at once (more
+get 503). Once the head is in, the body must arrive within ``receive_timeout`` seconds (a JSON
+408). uvicorn does not bound how long a head may take to arrive, so on an untrusted network
+put a reverse proxy in front (README: "Serving a real model").
 
 (No ``from __future__ import annotations`` here: FastAPI must see the real ``Request`` type.)
 """
@@ -19,7 +21,6 @@ import asyncio
 import base64
 import binascii
 import json
-import logging
 import queue
 import sys
 import threading
@@ -68,7 +69,7 @@ class Batcher:
 
 
 def build_app(embedder, dataset_root: Path | None = None, max_batch: int = 8, max_wait_ms: float = 5.0,
-              max_body_mb: float = 64.0, similarity: str = "cosine"):
+              max_body_mb: float = 64.0, similarity: str = "cosine", receive_timeout: float = 10.0):
     """The FastAPI app; ``similarity`` ``logit`` serves scale·cos + bias (bad input when the
     model has no learned scale and bias, raised here, before anything is served)."""
     from fastapi import FastAPI, Request
@@ -118,8 +119,12 @@ def build_app(embedder, dataset_root: Path | None = None, max_batch: int = 8, ma
         if length is not None and length.isdigit() and int(length) > limit:
             return error(413, f"body exceeds the limit of {limit} bytes")
         try:
-            body = await request.body()
-        except ClientDisconnect:  # gone, or cut off by the receive deadline (which logged it)
+            body = await asyncio.wait_for(request.body(), receive_timeout)
+        except TimeoutError:  # a client dripping its body holds no batch slot past this
+            response = error(408, f"request body not received within {receive_timeout:g} s")
+            response.headers["connection"] = "close"
+            return response
+        except ClientDisconnect:
             return JSONResponse({"error": "client disconnected"}, status_code=400)
         if len(body) > limit:
             return error(413, f"body exceeds the limit of {limit} bytes")
@@ -169,92 +174,11 @@ def build_app(embedder, dataset_root: Path | None = None, max_batch: int = 8, ma
 MAX_HEADER_BYTES = 16 * 1024  # h11's default limit on an incomplete request head, applied to complete ones too
 
 
-def raw_json_response(status: int, reason: str, message: str) -> bytes:
-    """A complete HTTP/1.1 response with a JSON ``{"error": message}`` body that closes the
-    connection — written straight to the transport where the HTTP state machine is not in a state
-    to send one (before any request was parsed, or after a protocol error)."""
-    body = json.dumps({"error": message}).encode()
-    head = (f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\n"
-            f"content-length: {len(body)}\r\nconnection: close\r\n\r\n")
-    return head.encode("ascii") + body
-
-
-def bounded_protocol(receive_timeout: float = 10.0):
-    """uvicorn's h11 protocol with (1) JSON errors for requests that are not HTTP and (2) a
-    deadline for receiving each request's headers and body, armed when the connection opens and
-    again after each response, disarmed once the request has fully arrived. uvicorn bounds only
-    the idle time between keep-alive requests; a connection that opens and sends nothing, or
-    drips a byte every second, would otherwise be held forever."""
-    import h11
-    from uvicorn.protocols.http.h11_impl import H11Protocol
-
-    class BoundedH11Protocol(H11Protocol):
-        receive_deadline: asyncio.TimerHandle | None = None
-
-        def _arm(self) -> None:
-            self._disarm()
-            self.receive_deadline = self.loop.call_later(receive_timeout, self._receive_timed_out)
-
-        def _disarm(self) -> None:
-            if self.receive_deadline is not None:
-                self.receive_deadline.cancel()
-                self.receive_deadline = None
-
-        def connection_made(self, transport) -> None:
-            super().connection_made(transport)
-            self._arm()
-
-        def connection_lost(self, exc) -> None:
-            self._disarm()
-            super().connection_lost(exc)
-
-        def handle_events(self) -> None:
-            super().handle_events()
-            if self.conn.their_state in (h11.DONE, h11.MUST_CLOSE, h11.CLOSED):
-                self._disarm()  # the whole request is in; the model's time is not the client's
-
-        def on_response_complete(self) -> None:
-            if not self.transport.is_closing():
-                self._arm()  # the next request on this keep-alive connection gets its own deadline
-            super().on_response_complete()
-
-        def send_400_response(self, msg: str) -> None:
-            self._disarm()
-            # h11 refuses an incomplete request head that outgrows its buffer limit the same way as
-            # a garbled one; the buffer's size tells the two apart
-            if len(self.conn.trailing_data[0]) > MAX_HEADER_BYTES:
-                status, reason, message = 431, "Request Header Fields Too Large", "request headers too large"
-            else:
-                status, reason, message = 400, "Bad Request", "malformed HTTP request"
-            print(f"refused {status}: {message}", file=sys.stderr)
-            self.transport.write(raw_json_response(status, reason, message))
-            self.transport.close()
-
-        def _receive_timed_out(self) -> None:
-            self.receive_deadline = None
-            if self.transport.is_closing():
-                return
-            if self.cycle is None or self.cycle.response_complete or not self.cycle.response_started:
-                message = f"request not received within {receive_timeout:g} s"
-                print(f"refused 408: {message}", file=sys.stderr)
-                self.transport.write(raw_json_response(408, "Request Timeout", message))
-            self.transport.close()  # a handler waiting for the body sees a disconnect
-
-    return BoundedH11Protocol
-
-
-class _DropUvicornRequestWarning(logging.Filter):
-    """uvicorn logs its own line for a malformed request; ours (with the status) replaces it."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return record.getMessage() != "Invalid HTTP request received."
-
-
-def make_server(app, receive_timeout: float = 10.0):
-    """A ``uvicorn.Server`` for ``app`` speaking ``bounded_protocol``; ``.run(sockets=[sock])``
-    serves until interrupted (or until ``.should_exit`` is set)."""
+def make_server(app, keep_alive: float = 5.0, limit_concurrency: int = 1024):
+    """A ``uvicorn.Server`` for ``app`` with uvicorn's own bounds (module docstring);
+    ``.run(sockets=[sock])`` serves until interrupted (or until ``.should_exit`` is set)."""
     import uvicorn
 
-    config = uvicorn.Config(app, log_level="warning", http=bounded_protocol(receive_timeout))
-    logging.getLogger("uvicorn.error").addFilter(_DropUvicornRequestWarning())
+    config = uvicorn.Config(app, log_level="warning", timeout_keep_alive=keep_alive,
+                            h11_max_incomplete_event_size=MAX_HEADER_BYTES, limit_concurrency=limit_concurrency)
     return uvicorn.Server(config)

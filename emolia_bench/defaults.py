@@ -13,3 +13,13 @@ MIN_ITEMS = 30
 # A benchmark slice whose minority class has fewer rows gets no balanced-accuracy interval
 # (benchmark.py --min-class-rows).
 MIN_CLASS_ROWS = 20
+
+# The endpoint client's defaults (benchmark.py --timeout, --workers, --max-retries,
+# --give-up-after); the README's table is checked against these.
+ENDPOINT_TIMEOUT = 60.0  # seconds for a whole request: connect, send, the full answer
+ENDPOINT_WORKERS = 32  # requests in flight at most
+# Retries per request: at a 50 % fault rate a row fails all 17 attempts with probability
+# 0.5**17 ≈ 7.6e-6 (0.06 rows expected among 8,000); a dead endpoint is caught by
+# ENDPOINT_GIVE_UP_AFTER, not by this count.
+ENDPOINT_MAX_RETRIES = 16
+ENDPOINT_GIVE_UP_AFTER = 120.0  # seconds without one successful answer before the run gives up

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from .analysis import HUMAN_ALIASES
-from .defaults import BOOTSTRAP_SEED
-from .errors import InputError
-from .io import load_json_object
+from .defaults import BOOTSTRAP_SEED, MIN_ITEMS
 from .metrics import (
     MIN_CLASS_ROWS,
     band,
@@ -26,6 +22,7 @@ from .ranking import auroc_with_intervals
 from .resampling import Bootstrap
 from .scorers import ScoreResult
 from .subsets import Subset
+from .summary import Support
 from .templates import template_report
 from .thresholds import clip_folds, cv_thresholds
 from .vs_humans import graded_agreement, vs_humans
@@ -85,31 +82,13 @@ def predictions_frame(rows: pd.DataFrame, result: ScoreResult | None, subset: Su
     return out.reset_index(drop=True)
 
 
-def load_human_numbers(path: Path) -> dict:
-    """The six human_* figures from analysis summary.json: nulls (with a warning) when the file
-    is missing; bad input when it is there but malformed (not JSON, not an object, a figure that
-    is not a number)."""
-    path = Path(path)
-    if not path.exists():
-        print(f"warning: {path} not found; human reference numbers will be null", file=sys.stderr)
-        return {alias: None for alias, _ in HUMAN_ALIASES}
-    summary = load_json_object(path, "the summary.json analysis.py wrote")
-    out = {}
-    for alias, _ in HUMAN_ALIASES:
-        value = summary.get(alias)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
-            raise InputError(path, f"key '{alias}' holds {value!r}; expected a number or null", column=alias)
-        out[alias] = value
-    return out
-
-
 def _record(key: str, value, m: dict, fields) -> dict:
     return {key: value, **{f: m[f] for f in fields}, **{f: m[f] for f in EXTRA_FIELDS if f not in fields}}
 
 
 def evaluate(subset: Subset, rows: pd.DataFrame, predictions: pd.DataFrame, *, mode: str, endpoint,
              threshold: float, filter_mode: str, filter_stats: dict, human: dict, votes: pd.DataFrame | None = None,
-             bootstrap: Bootstrap, min_class_rows: int = MIN_CLASS_ROWS,
+             bootstrap: Bootstrap, min_class_rows: int = MIN_CLASS_ROWS, min_items: int = MIN_ITEMS,
              cv_folds: int = 5, cv_seed: int = BOOTSTRAP_SEED, scorer_info: dict | None = None,
              templates: list[str] | None = None) -> BenchmarkResult:
     """Metrics, tables and summary.json of one subset's run. ``templates`` (when more than one):
@@ -164,6 +143,7 @@ def evaluate(subset: Subset, rows: pd.DataFrame, predictions: pd.DataFrame, *, m
     s["best_threshold"]["tuned_on_the_scored_rows"] = True
     s["bootstrap"] = {"seed": bootstrap.seed, "draws": bootstrap.draws, "unit": "clip", "interval": "percentile 95%"}
     s["min_class_rows"] = int(min_class_rows)
+    s["min_items"] = int(min_items)  # the analysis run's --min-items: figures on fewer items are withheld
     # [ours] the baseline that costs nothing: the sampling prior as a decision, against the majority
     prior = scored[subset.prior_column].isin(subset.prior_positive).to_numpy().astype(np.int64)
     s["sampling_prior_vs_majority"] = {k: v for k, v in binary_metrics(scored["majority_present"].to_numpy(), prior).items()
@@ -181,8 +161,8 @@ def evaluate(subset: Subset, rows: pd.DataFrame, predictions: pd.DataFrame, *, m
         tables["metrics_by_template.csv"], s["prompt_templates"] = template_report(templates, truth, per_template, sims,
                                                                                    threshold)
     if votes is not None:  # [ours] the model as one more rater, on the humans' own targets
-        s["vs_humans"] = vs_humans(scored, votes, subset, bootstrap=bootstrap)
-        s["graded"] = graded_agreement(scored, votes, subset, bootstrap=bootstrap)
+        s["vs_humans"] = vs_humans(scored, votes, subset, bootstrap=bootstrap, support=Support(min_items))
+        s["graded"] = graded_agreement(scored, votes, subset, bootstrap=bootstrap, support=Support(min_items))
     return BenchmarkResult(subset, predictions, tables, s, scored["majority_present"].to_numpy(), sims)
 
 

@@ -13,6 +13,7 @@ import difflib
 import io
 import json
 import re
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -20,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import InputError
-from .subsets import FLAGS_COLUMNS, USERS_COLUMNS, Subset
+from .subsets import FLAGS_COLUMNS, SUBSETS, USERS_COLUMNS, Subset
 
 __all__ = ["InputError"]  # re-exported: loaders raise it
 
@@ -259,3 +260,88 @@ def load_json_object(path: Path, what: str) -> dict:
     if not isinstance(data, dict):
         raise InputError(path, f"holds a JSON {type(data).__name__}, not an object; expected {what}")
     return data
+
+
+# ---------------------------------------------------------------------------------------------
+# what analysis.py wrote, read by benchmark.py
+
+
+BOOL_VALUES = ("True", "False")
+
+
+def load_labels(path: Path, subset: Subset) -> pd.DataFrame:
+    """benchmark_labels.csv of ``subset``, validated; refuses a file from another subset."""
+    path = Path(path)
+    required = [*subset.item_key, "majority_present", "benchmark_bucket", "n_raters", "all_agree_binary"]
+    if subset.has_flags:
+        required.append("flagged")
+    try:
+        df = read_csv_strings(path, required, allow_no_rows=True)
+    except InputError as e:
+        header = path.read_text(encoding="utf-8", errors="replace").split("\n", 1)[0].split(",") if path.is_file() else []
+        other = [s.name for s in SUBSETS.values() if s is not subset and set(s.item_key) <= set(h.strip() for h in header)]
+        if other:
+            raise InputError(path, f"is a labels file of {other[0]}, not {subset.name}; expected the "
+                                   f"benchmark_labels.csv that analysis.py wrote for {subset.name}", column=e.column) from None
+        raise
+    check_values(path, df, "majority_present", ("0", "1"))
+    for col in ("all_agree_binary", *(("flagged",) if subset.has_flags else ())):
+        check_values(path, df, col, BOOL_VALUES)
+    check_pattern(path, df, "n_raters", r"[1-9]\d*", "a positive integer")
+    for col, allowed in subset.categories.items():
+        check_values(path, df, col, allowed)
+    out = df.copy()
+    out["majority_present"] = out["majority_present"].astype(np.int64)
+    out["n_raters"] = out["n_raters"].astype(np.int64)
+    out["all_agree_binary"] = out["all_agree_binary"] == "True"
+    out["flagged"] = (out["flagged"] == "True") if subset.has_flags else False
+    return out
+
+
+def load_votes(path: Path, subset: Subset) -> pd.DataFrame:
+    """votes.csv of ``subset`` (written by analysis.py), validated: the item key, ``rater``,
+    ``rating`` on the subset's scale and ``binary`` 0/1 consistent with it."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(path, "not found; it is written by analysis.py since the model-vs-human comparison was "
+                               "added: re-run analysis.py")
+    df = read_csv_strings(path, [*subset.item_key, "rater", "rating", "binary"], allow_no_rows=True)
+    check_values(path, df, "rating", subset.scale)
+    check_values(path, df, "binary", ("0", "1"))
+    expected = df["rating"].map({label: str(int(i >= subset.present_from)) for i, label in enumerate(subset.scale)})
+    bad = expected != df["binary"]
+    if bad.any():
+        i = int(np.flatnonzero(bad.to_numpy())[0])
+        raise InputError(path, f"binary {df['binary'].iloc[i]!r} does not match rating {df['rating'].iloc[i]!r}",
+                         row=i + 1, column="binary")
+    out = df.copy()
+    out["binary"] = out["binary"].astype(np.int64)
+    out["value"] = out["rating"].map({label: i for i, label in enumerate(subset.scale)}).astype(np.int64)
+    return out
+
+
+def load_analysis_summary(path: Path) -> tuple[dict, int]:
+    """From analysis.py's summary.json: the human reference figures (:data:`summary.HUMAN_ALIASES`)
+    and the ``--min-items`` that run used (``agreement_detail.min_items``). A missing file gives
+    nulls and the default minimum, with a warning; a malformed one is bad input (not JSON, not an
+    object, a figure or minimum that is not a number)."""
+    from .defaults import MIN_ITEMS
+    from .summary import HUMAN_ALIASES
+
+    path = Path(path)
+    if not path.exists():
+        print(f"warning: {path} not found; human reference numbers will be null", file=sys.stderr)
+        return {alias: None for alias, _ in HUMAN_ALIASES}, MIN_ITEMS
+    summary = load_json_object(path, "the summary.json analysis.py wrote")
+    human = {}
+    for alias, _ in HUMAN_ALIASES:
+        value = summary.get(alias)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            raise InputError(path, f"key '{alias}' holds {value!r}; expected a number or null", column=alias)
+        human[alias] = value
+    detail = summary.get("agreement_detail")
+    min_items = detail.get("min_items", MIN_ITEMS) if isinstance(detail, dict) else MIN_ITEMS
+    if isinstance(min_items, bool) or not isinstance(min_items, int) or min_items < 1:
+        raise InputError(path, f"agreement_detail.min_items holds {min_items!r}; expected a positive integer",
+                         column="agreement_detail.min_items")
+    return human, min_items

@@ -259,7 +259,7 @@ def agreement_sections(a, h: str) -> str:
         columns = [(title, TEXT if kind == SIGNED else kind) for title, kind in columns]
         rows = []
         for r in pair_rows:
-            ok = r["n_items"] >= detail["min_items"]
+            ok = r["reliable"]
             shown = [signed(r[k]) if ok else f"too few items ({r['n_items']:,})"
                      for k in ("kappa_binary", *(("kappa_ordinal", "kappa_ordinal_quadratic") if ordinal else ()))]
             rows.append((r["pair"].replace("__", " – "), r["n_items"], shown[0], kappa_band(r["kappa_binary"]) if ok else "",
@@ -285,7 +285,7 @@ def agreement_sections(a, h: str) -> str:
             if ordinal:
                 cells += [signed(r["alpha_ordinal"]) if ok else "too few items",
                           interval(r["alpha_ordinal_ci95"], signed) if ok else ""]
-            exact_ok = r["n_items_complete"] >= detail["min_items"]
+            exact_ok = r["exact_agreement_reliable"]
             cells += [r["n_items_complete"], fraction(r["exact_agreement_binary"]) if exact_ok else "too few items"]
             rows.append(cells)
         parts.append(f"\n{h}# Agreement within each {s.type_slice.replace('_', ' ')}\n\n"
@@ -493,9 +493,7 @@ def vs_humans_table(v: dict) -> str:
     pw, loo = v["pairwise"], v["leave_one_out"]
     names = (("human (each rater vs each other)", "human"), ("this model", "model"),
              ("sampling prior (costs nothing)", "sampling_prior"))
-    from .defaults import MIN_ITEMS
-
-    few = loo["n_items"] < MIN_ITEMS  # leave-one-out on too few items: said, not shown
+    few = not loo["reliable"]  # leave-one-out on too few items: said, not shown
     rows = []
     for title, key in names:
         p, lo = pw.get(key, {}), loo.get(key, {})
@@ -537,10 +535,8 @@ def headline_table(s: dict, category: str) -> str:
 
 
 def graded_table(g: dict, category: str) -> str:
-    from .defaults import MIN_ITEMS
-
     ref = g["human_reference"]
-    if ref["human"]["n"] < MIN_ITEMS:  # too few comparisons to say anything: said, not shown
+    if not ref["reliable"]:  # too few comparisons to say anything: said, not shown
         ref = {side: {"rho": None, "ci95": None, "n": ref[side]["n"]} for side in ("human", "model")}
     rows = [("model similarity vs the mean rating of each item", signed(g["overall"]["rho"]),
              interval(g["overall"]["ci95"], signed), count(g["overall"]["n"])),

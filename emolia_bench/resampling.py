@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import sparse
 
+from .summary import Interval
+
 # Cells of one chunk of resamples (2 MB of float64): small enough to stay in cache while the
 # draws are counted. The chunking never changes a result: the random stream is the same however
 # it is cut (tests/test_resampling.py checks it).
@@ -136,11 +138,11 @@ def group_sums(unit: np.ndarray, group: np.ndarray, values: Sequence[np.ndarray]
     return lambda w: [np.ascontiguousarray(w @ m) for m in tables]
 
 
-def percentile_interval(stats: np.ndarray) -> list[float] | None:
+def percentile_interval(stats: np.ndarray) -> Interval | None:
     """The 95 % percentile interval of the finite values among ``stats`` (resamples where the
-    statistic is undefined are dropped); None when none is finite."""
+    statistic is undefined are dropped; numpy's linear interpolation); None when none is finite."""
     stats = stats[np.isfinite(stats)]
     if len(stats) == 0:
         return None
     lo, hi = np.percentile(stats, [2.5, 97.5])
-    return [float(lo), float(hi)]
+    return Interval(float(lo), float(hi))

@@ -5,65 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
-from .io import InputError, check_pattern, check_values, load_rubric, read_csv_strings
+from .io import InputError, load_rubric
 from .paths import clip_problems
-from .subsets import SUBSETS, Subset
-
-BOOL_VALUES = ("True", "False")
-
-
-def load_labels(path: Path, subset: Subset) -> pd.DataFrame:
-    """benchmark_labels.csv of ``subset``, validated; refuses a file from another subset."""
-    path = Path(path)
-    required = [*subset.item_key, "majority_present", "benchmark_bucket", "n_raters", "all_agree_binary"]
-    if subset.has_flags:
-        required.append("flagged")
-    try:
-        df = read_csv_strings(path, required, allow_no_rows=True)
-    except InputError as e:
-        header = path.read_text(encoding="utf-8", errors="replace").split("\n", 1)[0].split(",") if path.is_file() else []
-        other = [s.name for s in SUBSETS.values() if s is not subset and set(s.item_key) <= set(h.strip() for h in header)]
-        if other:
-            raise InputError(path, f"is a labels file of {other[0]}, not {subset.name}; expected the "
-                                   f"benchmark_labels.csv that analysis.py wrote for {subset.name}", column=e.column) from None
-        raise
-    check_values(path, df, "majority_present", ("0", "1"))
-    for col in ("all_agree_binary", *(("flagged",) if subset.has_flags else ())):
-        check_values(path, df, col, BOOL_VALUES)
-    check_pattern(path, df, "n_raters", r"[1-9]\d*", "a positive integer")
-    for col, allowed in subset.categories.items():
-        check_values(path, df, col, allowed)
-    out = df.copy()
-    out["majority_present"] = out["majority_present"].astype(np.int64)
-    out["n_raters"] = out["n_raters"].astype(np.int64)
-    out["all_agree_binary"] = out["all_agree_binary"] == "True"
-    out["flagged"] = (out["flagged"] == "True") if subset.has_flags else False
-    return out
-
-
-def load_votes(path: Path, subset: Subset) -> pd.DataFrame:
-    """votes.csv of ``subset`` (written by analysis.py), validated: the item key, ``rater``,
-    ``rating`` on the subset's scale and ``binary`` 0/1 consistent with it."""
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(path, "not found; it is written by analysis.py since the model-vs-human comparison was "
-                               "added: re-run analysis.py")
-    df = read_csv_strings(path, [*subset.item_key, "rater", "rating", "binary"], allow_no_rows=True)
-    check_values(path, df, "rating", subset.scale)
-    check_values(path, df, "binary", ("0", "1"))
-    expected = df["rating"].map({label: str(int(i >= subset.present_from)) for i, label in enumerate(subset.scale)})
-    bad = expected != df["binary"]
-    if bad.any():
-        i = int(np.flatnonzero(bad.to_numpy())[0])
-        raise InputError(path, f"binary {df['binary'].iloc[i]!r} does not match rating {df['rating'].iloc[i]!r}",
-                         row=i + 1, column="binary")
-    out = df.copy()
-    out["binary"] = out["binary"].astype(np.int64)
-    out["value"] = out["rating"].map({label: i for i, label in enumerate(subset.scale)}).astype(np.int64)
-    return out
+from .subsets import Subset
 
 
 @dataclass(frozen=True)

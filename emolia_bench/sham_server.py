@@ -4,21 +4,53 @@ POST /v1/similarity with the payload of SPEC §4.3 -> ``{"similarity": …}``, t
 ``item_stem`` (or the stem of ``audio_filename``) and ``text``; GET /health -> 200.
 Errors are JSON ``{"error": …}``: 400 bad JSON / missing or mistyped fields / a path outside the
 dataset root, 404 unknown URL or clip, 411 no Content-Length, 413 body over the limit (refused
-from the header, never read). Slow clients hit a socket timeout. File contents are never read
+from the header, never read). A request must arrive whole within ``ShamHandler.timeout`` seconds:
+every read is given only the time left (:class:`DeadlineReader`), so a client dripping a byte
+at a time cannot hold a thread longer. File contents are never read
 or echoed: with a dataset root the server only checks that the clip exists inside it.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import time
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path, PurePosixPath
 
-from .deadlines import SocketDeadlines
 from .paths import PathRefused, resolve_inside
 from .scorers.sham import sham_similarity
+
+
+class DeadlineReader(io.RawIOBase):
+    """A connection's reads, each allowed only the time left until ``deadline`` (monotonic; None:
+    the socket's own timeout). ``late`` says whether a read ran out of time, ``got`` how many bytes
+    arrived since the deadline was set."""
+
+    def __init__(self, sock):
+        self.sock, self.deadline, self.late, self.got = sock, None, False, 0
+
+    def start(self, seconds: float) -> None:
+        self.deadline, self.late, self.got = time.monotonic() + seconds, False, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        if self.deadline is not None:
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                self.late = True
+                raise TimeoutError("request not received in time")
+            self.sock.settimeout(left)
+        try:
+            n = self.sock.recv_into(buffer)
+        except TimeoutError:
+            self.late = True
+            raise
+        self.got += n
+        return n
 
 
 class ShamHandler(BaseHTTPRequestHandler):
@@ -46,20 +78,33 @@ class ShamHandler(BaseHTTPRequestHandler):
         path = (getattr(self, "path", None) or "-")[:120]
         print(f"refused {status} {method} {path} from {self.client_address[0]}: {reason}", file=sys.stderr)
 
-    # every request must arrive whole — request line, headers and body — within this many
+    def setup(self):
+        super().setup()
+        self.reader = DeadlineReader(self.connection)
+        self.rfile = io.BufferedReader(self.reader)
+
+    # every request must arrive whole — request line, headers and body — within `timeout`
     # seconds; a per-read timeout alone lets a client drip a byte every few seconds forever
     def handle_one_request(self):
         self.raw_requestline = b""
-        self.server.deadlines.arm(id(self.connection), self.timeout, sockets=[self.connection])
+        self.reader.start(self.timeout)
         try:
             super().handle_one_request()
         except (ConnectionError, TimeoutError, OSError):
             self.close_connection = True  # the client went away or was cut off: nothing to answer
-        finally:
-            if self.server.deadlines.disarm(id(self.connection), forget=True):
-                self.close_connection = True
-                if self.raw_requestline:  # an idle keep-alive connection closed is no refusal
-                    self.refused(408, f"request not received within {self.timeout:g} s")
+        if self.reader.late:
+            self.close_connection = True
+            if self.reader.got:  # an idle keep-alive connection closed is no refusal
+                self.refused(408, f"request not received within {self.timeout:g} s")
+
+    def log_error(self, fmt, *args):  # http.server's "Request timed out" is said by refused()
+        if self.config["verbose"]:
+            super().log_error(fmt, *args)
+
+    def received(self) -> None:
+        """The request is in: the answer is written under the plain socket timeout."""
+        self.reader.deadline = None
+        self.connection.settimeout(self.timeout)
 
     def send_error(self, code, message=None, explain=None):
         """http.server's own refusals (a garbled request line, headers too long or too many, an
@@ -88,6 +133,7 @@ class ShamHandler(BaseHTTPRequestHandler):
     do_PUT = do_DELETE = do_PATCH = do_OPTIONS = do_HEAD = do_TRACE = do_CONNECT = _not_allowed
 
     def _send(self, status: int, body: dict, close: bool = False, headers=()) -> None:
+        self.received()
         data = (json.dumps(body) + "\n").encode()
         if status >= 400 and status != 405:  # 405 said its own line
             self.refused(status, str(body.get("error", "")))
@@ -127,8 +173,8 @@ class ShamHandler(BaseHTTPRequestHandler):
             return self._send(413, {"error": f"body of {length} bytes exceeds the limit of {self.config['max_body']}"},
                               close=True)
         body = self.rfile.read(length)
-        if self.server.deadlines.disarm(id(self.connection)) or len(body) < length:
-            self.close_connection = True  # cut off by the watchdog, or the client hung up
+        if len(body) < length:
+            self.close_connection = True  # the client hung up
             return
         try:
             payload = json.loads(body)
@@ -180,7 +226,6 @@ class ShamServer(ThreadingHTTPServer):
 def make_server(host: str = "127.0.0.1", port: int = 8765, *, max_body_mb: float = 64.0, latency_ms: float = 0.0,
                 dataset_root: Path | None = None, verbose: bool = False) -> ShamServer:
     server = ShamServer((host, port), ShamHandler)
-    server.deadlines = SocketDeadlines(poll=0.1, name="sham-receive-deadlines")
     server.config = {
         "max_body": int(max_body_mb * 1024 * 1024),
         "latency": latency_ms / 1000.0,

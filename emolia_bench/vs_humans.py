@@ -36,6 +36,7 @@ from .agreement import (
 from .metrics import balanced_accuracy_from_sums, binary_metrics, confusion_counts
 from .ranking import spearman_by_group, spearman_with_interval
 from .resampling import Bootstrap, percentile_interval
+from .summary import Support
 
 
 def _kappa(truth: np.ndarray, pred: np.ndarray) -> float | None:
@@ -77,7 +78,7 @@ def pairwise_rows(votes: pd.DataFrame, decisions: dict[str, np.ndarray], rater_n
 
 
 def loo_rows(votes: pd.DataFrame, decisions: dict[str, np.ndarray], clip_of_item: np.ndarray, *,
-             bootstrap: Bootstrap) -> dict:
+             bootstrap: Bootstrap, support: Support) -> dict:
     """Leave-one-out on identical comparisons (module docstring): the human row and one row per
     decision-maker, each with its difference from the human and that difference's interval."""
     comp = loo_comparisons(votes)
@@ -85,6 +86,7 @@ def loo_rows(votes: pd.DataFrame, decisions: dict[str, np.ndarray], clip_of_item
     item = comp["item"].to_numpy(np.int64)
     h = binary_metrics(truth, human)
     out = {"n_comparisons": int(len(comp)), "n_items": int(len(np.unique(item))),
+           "reliable": support.reliable(len(np.unique(item))),
            "human": {"accuracy": h["accuracy"], "balanced_accuracy": h["balanced_accuracy"]}}
     clip = pd.factorize(clip_of_item[item], sort=True)[0] if len(item) else np.empty(0, np.int64)
     for name, decision in decisions.items():
@@ -111,7 +113,7 @@ def loo_rows(votes: pd.DataFrame, decisions: dict[str, np.ndarray], clip_of_item
     return out
 
 
-def vs_humans(scored: pd.DataFrame, votes: pd.DataFrame, subset, *, bootstrap: Bootstrap) -> dict:
+def vs_humans(scored: pd.DataFrame, votes: pd.DataFrame, subset, *, bootstrap: Bootstrap, support: Support) -> dict:
     """``summary.json["vs_humans"]``. ``scored``: the rows scored ok, with the item key,
     ``pred_present`` and ``clip``; ``votes``: votes.csv (item key, ``rater``, ``binary``)."""
     keys = list(subset.item_key)
@@ -128,12 +130,13 @@ def vs_humans(scored: pd.DataFrame, votes: pd.DataFrame, subset, *, bootstrap: B
         "definition": "the model as one more rater, on the humans' own targets (README: Comparing a model with the humans)",
         "chance": {"accuracy": 0.5, "balanced_accuracy": 0.5, "kappa": 0.0},
         "pairwise": pairwise_rows(frame, decisions, list(rater_names)),
-        "leave_one_out": loo_rows(frame, decisions, clip, bootstrap=bootstrap),
+        "leave_one_out": loo_rows(frame, decisions, clip, bootstrap=bootstrap, support=support),
         "bootstrap": {"seed": bootstrap.seed, "draws": bootstrap.draws, "unit": "clip", "interval": "percentile 95%"},
     }
 
 
-def graded_agreement(scored: pd.DataFrame, votes: pd.DataFrame, subset, *, bootstrap: Bootstrap) -> dict:
+def graded_agreement(scored: pd.DataFrame, votes: pd.DataFrame, subset, *, bootstrap: Bootstrap,
+                     support: Support) -> dict:
     """``summary.json["graded"]``: Spearman's ρ between the model's similarity and each item's
     mean rating (emo: 0 not, 1 weakly, 2 strongly present; dim: the share of "yes"), overall and
     per category, each with its clip-bootstrap interval; and the human reference on the same
@@ -169,5 +172,6 @@ def graded_agreement(scored: pd.DataFrame, votes: pd.DataFrame, subset, *, boots
             "definition": "each rater's rating vs the mean of the other raters' (items with >= 2 other raters)",
             "human": spearman_with_interval(v["value"].to_numpy()[keep], mean_others[keep], clips[ref_item], bootstrap=bootstrap),
             "model": spearman_with_interval(sims[ref_item], mean_others[keep], clips[ref_item], bootstrap=bootstrap),
+            "reliable": support.reliable(int(keep.sum())),  # comparisons (votes), as the table counts them
         },
     }

@@ -192,7 +192,7 @@ def test_figures_over_the_same_items_see_the_same_resamples():
 
 def test_bootstrap_constant_data_gives_a_point_interval():
     v = votes_frame({i: {0: 1, 1: 1, 2: 1} for i in range(20)})
-    assert alone(ag.pairwise_accuracy_resampled(ag.co_rated_pairs(v)), seed=0) == [1.0, 1.0]
+    assert alone(ag.pairwise_accuracy_resampled(ag.co_rated_pairs(v)), seed=0) == (1.0, 1.0)
 
 
 def test_pairwise_figures_equal_scikit_learn_on_random_panels():

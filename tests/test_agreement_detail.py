@@ -79,8 +79,8 @@ def test_every_figure_carries_its_items_and_comparisons():
     assert f["pairwise_binary_kappa_mean_items_weighted"]["value"] == pytest.approx(agreement["pairwise_binary_kappa"]["mean"])
     assert f["pairwise_binary_kappa_mean"]["value"] == agreement["pairwise_binary_kappa"]["mean"]
     # the ceiling's intervals in the upstream block are the detail's
-    assert f["human_pairwise_accuracy"]["ci95"] == agreement["human_pairwise_accuracy_ci95"]
-    assert f["human_loo_accuracy"]["ci95"] == agreement["human_loo_accuracy_ci95"]
+    assert f["human_pairwise_accuracy"]["ci95"] == list(agreement["human_pairwise_accuracy_ci95"])
+    assert f["human_loo_accuracy"]["ci95"] == list(agreement["human_loo_accuracy_ci95"])
     assert "conditional on these raters" in d["intervals"]
 
 

@@ -11,6 +11,7 @@ from sklearn.metrics import roc_auc_score
 from emolia_bench.ranking import auroc_with_intervals, spearman_by_group, spearman_with_interval
 from emolia_bench.resampling import Bootstrap, percentile_interval
 from emolia_bench.subsets import EMO
+from emolia_bench.summary import Support
 from emolia_bench.thresholds import clip_folds, cv_thresholds
 from emolia_bench.vs_humans import graded_agreement
 
@@ -120,7 +121,7 @@ def test_graded_targets_and_the_human_reference_by_hand():
                             "similarity": sims[k], "clip": f"{k}.mp3"} for k in ratings])
     votes = pd.DataFrame([{"file_name": f"{k}.mp3", "queried_emotion": "Awe", "task_type": "affirmative", "rater": r,
                            "value": v} for k, vs in ratings.items() for r, v in zip("abc", vs, strict=True)])
-    g = graded_agreement(scored, votes, EMO, bootstrap=Bootstrap(draws=200, seed=1))
+    g = graded_agreement(scored, votes, EMO, bootstrap=Bootstrap(draws=200, seed=1), support=Support(30))
     means = [np.mean(ratings[k]) for k in ratings]  # 5/3, 1/3, 5/3, 1/3
     assert g["overall"]["rho"] == pytest.approx(spearmanr(list(sims.values()), means)[0])
     # each vote against the mean of the other two: A's a -> (2+1)/2, b -> (2+1)/2, c -> 2, ...

@@ -108,7 +108,7 @@ def test_clip_bootstrap_moves_rows_of_a_clip_together():
     # Any resample of clips has both classes, and its BA is the share of A draws: 0, 0.5 or 1.
     t, p = [1, 0, 1, 0], [1, 0, 0, 1]
     ci = balanced_accuracy_interval(t, p, ["A", "A", "B", "B"], bootstrap=Bootstrap(draws=1000, seed=0))
-    assert ci == [0.0, 1.0]
+    assert ci == (0.0, 1.0)
     # with each row its own clip, resamples can lack a class; defined draws still bracket 0.5
     ci_rows = balanced_accuracy_interval(t, p, ["a", "b", "c", "d"], bootstrap=Bootstrap(draws=1000, seed=0))
     assert ci_rows[0] <= 0.5 <= ci_rows[1]
@@ -139,7 +139,7 @@ def test_slice_report_shares_one_resample_and_matches_single_slice_interval():
                           "all_agree_binary": rng.random(n) < 0.3, "kind": rng.choice(["a", "b", "c"], n)})
     overall, unanimous, tables = slice_report(frame, ["kind"], bootstrap=Bootstrap(draws=1000, seed=9))
     single = balanced_accuracy_interval(frame["majority_present"], frame["pred_present"], frame["clip"], bootstrap=Bootstrap(draws=1000, seed=9))
-    assert [overall["balanced_accuracy_ci_low"], overall["balanced_accuracy_ci_high"]] == single
+    assert (overall["balanced_accuracy_ci_low"], overall["balanced_accuracy_ci_high"]) == single
     t = tables["kind"]
     assert t["kind"].tolist() == ["a", "b", "c"] and t["n"].sum() == n
     for _, row in t.iterrows():

@@ -7,8 +7,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from emolia_bench.io import InputError, load_annotations, load_flags, load_rubric, load_users
-from emolia_bench.selection import load_labels
+from emolia_bench.io import (
+    InputError,
+    load_annotations,
+    load_flags,
+    load_labels,
+    load_rubric,
+    load_users,
+)
 from emolia_bench.subsets import DIM, EMO
 
 from .conftest import DIM_HEADER, EMO_HEADER, USERS_HEADER, user_row

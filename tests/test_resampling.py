@@ -52,7 +52,7 @@ def test_threads_change_nothing(threads):
 
 def test_percentile_interval_drops_undefined_resamples():
     # numpy's linear interpolation over the finite values 0..100: 2.5 and 97.5
-    assert percentile_interval(np.r_[np.arange(101.0), np.nan, np.inf]) == [2.5, 97.5]
+    assert percentile_interval(np.r_[np.arange(101.0), np.nan, np.inf]) == (2.5, 97.5)
     assert percentile_interval(np.array([np.nan])) is None
 
 

@@ -18,6 +18,7 @@ import pytest
 
 from emolia_bench.resampling import Bootstrap
 from emolia_bench.subsets import EMO
+from emolia_bench.summary import Support
 from emolia_bench.vs_humans import vs_humans
 
 from .conftest import WORKED, run_script
@@ -37,7 +38,7 @@ def frames(model=None):
 
 def test_pairwise_and_leave_one_out_by_hand():
     scored, votes = frames()
-    v = vs_humans(scored, votes, EMO, bootstrap=Bootstrap(draws=1000, seed=1))
+    v = vs_humans(scored, votes, EMO, bootstrap=Bootstrap(draws=1000, seed=1), support=Support(30))
     pw = {r["rater"]: r for r in v["pairwise"]["model"]["per_rater"]}
     # model 1,0,1,0,0 vs a 1,1,0,0,1: right on A, D -> 2/5; a's positives A,B,E: recall 1/3, negatives C,D: 1/2
     assert pw["a"]["accuracy"] == pytest.approx(2 / 5) and pw["a"]["balanced_accuracy"] == pytest.approx((1 / 3 + 1 / 2) / 2)
@@ -61,14 +62,14 @@ def test_pairwise_and_leave_one_out_by_hand():
 
 def test_a_model_that_copies_a_rater_agrees_fully_with_that_rater():
     scored, votes = frames(model={k: vs.get("a", 0) for k, (_, vs, _) in ITEMS.items()})
-    pw = {r["rater"]: r for r in vs_humans(scored, votes, EMO, bootstrap=Bootstrap(draws=1000, seed=1))["pairwise"]["model"]["per_rater"]}
+    pw = {r["rater"]: r for r in vs_humans(scored, votes, EMO, bootstrap=Bootstrap(draws=1000, seed=1), support=Support(30))["pairwise"]["model"]["per_rater"]}
     assert pw["a"]["accuracy"] == 1.0 and pw["a"]["balanced_accuracy"] == 1.0 and pw["a"]["kappa"] == 1.0
 
 
 def test_a_model_voting_the_sampling_prior_gets_exactly_the_priors_figures():
     prior = {k: int(t == "affirmative") for k, (t, _, _) in ITEMS.items()}
     scored, votes = frames(model=prior)
-    v = vs_humans(scored, votes, EMO, bootstrap=Bootstrap(draws=1000, seed=1))
+    v = vs_humans(scored, votes, EMO, bootstrap=Bootstrap(draws=1000, seed=1), support=Support(30))
     assert v["pairwise"]["model"] == {**v["pairwise"]["sampling_prior"]}
     assert v["leave_one_out"]["model"] == v["leave_one_out"]["sampling_prior"]
 

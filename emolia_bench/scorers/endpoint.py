@@ -1,39 +1,38 @@
-"""Score rows through a remote similarity endpoint over HTTP (SPEC §4.3).
+"""Score rows through a remote similarity endpoint over HTTP (the contract: README, "The endpoint
+contract").
 
-Design, in the order a request meets it:
+In the order a request meets it:
 
-* rows are ordered by clip, and the main thread reads each clip once: sha256 for the cache
-  key and, unless ``--no-audio-send``, base64 for the payload. Finished requests are answered
-  from the cache without touching the network.
-* work goes through a bounded queue to ``workers`` threads, each with its own keep-alive
-  connections (:class:`Transport`: http.client, ~0.1 ms of CPU per request); memory holds at most a
-  few clips' payloads at a time. How many requests are in flight is adaptive
-  (:class:`AdaptiveLimit`): it climbs from 8 while throughput rises and the server answers
-  cleanly, halves when over a fifth of a window's requests meet overload (429, 502–504, timeouts,
-  refused connections), and never exceeds ``workers``.
+* rows are ordered by clip, and each clip is read once: sha256 for the cache key and, unless
+  ``--no-audio-send``, base64 for the payload. Rows the cache answers never touch the network.
+* requests go out concurrently on aiohttp (one event loop, one connection pool per replica), at
+  most ``workers`` in flight; a row waiting out a back-off holds no request slot, and at most
+  :data:`ROWS_PER_SLOT` × ``workers`` rows' payloads are held in memory.
 * each request goes to the replica with the fewest requests in flight; a replica that fails
-  several times in a row is taken out of rotation for a cool-down.
-* timeouts, connection errors, 5xx, 429 (honouring ``Retry-After``) and unparseable bodies
-  are retried with exponential back-off and full jitter, up to ``max_retries`` per request,
-  for as long as the endpoint keeps answering: the run gives up only when no request has
-  succeeded for ``give_up_after`` seconds (a dead server), and then every row still waiting
-  fails at once. A row that fails is returned with its error, never dropped.
-* ``timeout`` is a deadline for the whole request (:class:`deadlines.SocketDeadlines`), not for each read.
-* every success is appended to the on-disk cache as it arrives.
+  several times in a row sits out a cool-down (:class:`ReplicaPool`).
+* ``timeout`` is aiohttp's *total* timeout: a deadline for the whole request (connect, send,
+  every byte of the answer), however slowly a server drips.
+* timeouts, connection errors, 5xx, 429 and unusable bodies are retried, up to ``max_retries``
+  times per request, after exponential back-off with full jitter or the server's
+  ``Retry-After``, whichever is longer; a 4xx other than 429 is the request's fault and is not
+  retried. The run gives up only when no request has succeeded for ``give_up_after`` seconds (a
+  dead server): every row still waiting then fails with its last cause, at once or when its
+  attempt in flight ends (within ``timeout``).
+* proxies come from the environment (``HTTP(S)_PROXY``, ``NO_PROXY``), through aiohttp's
+  ``trust_env``; redirects are followed (aiohttp's rules, at most 10).
+* every success is appended to the on-disk cache as it arrives, so a killed run resumes.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import json
 import math
 import os
-import queue
 import random
-import threading
 import time
-from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 from urllib.parse import urlparse
@@ -42,25 +41,28 @@ import numpy as np
 import pandas as pd
 
 from ..cache import ResponseCache, cache_key
-from ..deadlines import SocketDeadlines
+from ..defaults import (
+    ENDPOINT_GIVE_UP_AFTER,
+    ENDPOINT_MAX_RETRIES,
+    ENDPOINT_TIMEOUT,
+    ENDPOINT_WORKERS,
+)
 from ..io import InputError
 from ..paths import ClipRefused, read_clip
 from . import Scorer, ScoreResult
 
 RESPONSE_KEYS = ("similarity", "score", "logit")
-# Retries per request: at a 50 % fault rate a row fails all 17 attempts with probability
-# 0.5**17 ≈ 7.6e-6 (0.06 rows expected among 8,000), at 20 % with 1.3e-12; a dead endpoint is
-# caught by GIVE_UP_AFTER, not by this count.
-MAX_RETRIES = 16
-# Seconds without a single successful answer after which the run gives up on the endpoint.
-GIVE_UP_AFTER = 120.0
 JSON_HEADERS = {"Content-Type": "application/json"}
-# The most requests in flight (--workers; the adaptive limit climbs to it while the server keeps up)
-WORKERS = 64
-# where the adaptive limit starts
-ADAPTIVE_START = 8
 # the largest response body read (an answer is a few dozen bytes)
 MAX_RESPONSE_BYTES = 1 << 20
+# back-off before retry k (0-based): uniform in [0, min(BACKOFF_CAP, BACKOFF_BASE * 2**k)] seconds,
+# so a burst of failures spreads out instead of returning in step
+BACKOFF_BASE, BACKOFF_CAP = 0.25, 10.0
+# the longest a Retry-After is honoured (a server asking for hours is treated as failing)
+MAX_RETRY_AFTER = 60.0
+# rows open at once per request slot: a row waiting out its back-off or a Retry-After holds no
+# request slot, so other rows use it meanwhile; memory holds at most this many rows' payloads
+ROWS_PER_SLOT = 8
 
 
 class BadResponse(Exception):
@@ -101,20 +103,10 @@ def check_endpoint_url(url: str) -> str:
     return url
 
 
-def environment_proxies(url: str) -> dict:
-    """The proxies the environment sets for ``url`` (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``,
-    by scheme), or none when ``NO_PROXY`` exempts its host — resolved once per replica, with the
-    standard library's own reading of those variables."""
-    import urllib.request
-
-    host = urlparse(url).hostname or ""
-    if urllib.request.proxy_bypass(host):
-        return {}
-    return urllib.request.getproxies()
-
-
 class ReplicaPool:
-    """Least-outstanding-requests choice over replicas, with a cool-down for failing ones."""
+    """Least-outstanding-requests choice over replicas, with a cool-down for failing ones: after
+    ``fail_threshold`` failures in a row a replica sits out ``cooldown`` seconds, doubling up to
+    ``max_cooldown`` while it keeps failing (only with more than one replica)."""
 
     def __init__(self, urls: list[str], fail_threshold: int = 3, cooldown: float = 5.0, max_cooldown: float = 60.0):
         self.urls = urls
@@ -124,261 +116,46 @@ class ReplicaPool:
         self.cooldowns = [cooldown] * len(urls)
         self.base_cooldown, self.max_cooldown, self.fail_threshold = cooldown, max_cooldown, fail_threshold
         self.sent = [0] * len(urls)
-        self._lock = threading.Lock()
 
     def acquire(self) -> int:
-        with self._lock:
-            now = time.monotonic()
-            live = [i for i in range(len(self.urls)) if self.cool_until[i] <= now]
-            # all cooling down: use the one that comes back first rather than stall
-            pool = live or [min(range(len(self.urls)), key=lambda i: self.cool_until[i])]
-            i = min(pool, key=lambda j: (self.outstanding[j], self.sent[j], j))
-            self.outstanding[i] += 1
-            self.sent[i] += 1
-            return i
+        now = time.monotonic()
+        live = [i for i in range(len(self.urls)) if self.cool_until[i] <= now]
+        # all cooling down: use the one that comes back first rather than stall
+        pool = live or [min(range(len(self.urls)), key=lambda i: self.cool_until[i])]
+        i = min(pool, key=lambda j: (self.outstanding[j], self.sent[j], j))
+        self.outstanding[i] += 1
+        self.sent[i] += 1
+        return i
 
     def release(self, i: int, ok: bool) -> None:
-        with self._lock:
-            self.outstanding[i] -= 1
-            if ok:
-                self.failures[i] = 0
-                self.cooldowns[i] = self.base_cooldown
-                return
-            self.failures[i] += 1
-            if self.failures[i] >= self.fail_threshold and len(self.urls) > 1:
-                self.cool_until[i] = time.monotonic() + self.cooldowns[i]
-                self.cooldowns[i] = min(self.cooldowns[i] * 2, self.max_cooldown)
-                self.failures[i] = 0
-
-
-class AdaptiveLimit:
-    """How many requests may be in flight, found while the run goes (at most ``ceiling``).
-
-    It starts at ``start`` and judges windows of finished requests (at least ``max(limit, 8)``
-    of them and ``window_seconds``). A request ends ``ok`` (an answer; a 4xx too: the server is
-    fine), ``overload`` (429, 502–504, a timeout, a refused or dropped connection: what a server
-    that cannot keep up does) or ``other`` (a 500 or an unusable body: says nothing about load).
-    At the end of a window, with ``share`` its overloads' share of its requests:
-
-    * ``share`` above the tolerated level (20 % over the baseline, see below): the limit halves
-      (multiplicative decrease; one step per window, however many failed in it);
-    * ``share`` at most 10 % over the baseline and throughput up by 5 % on the last window: the
-      limit grows by half (the server keeps up: try more);
-    * otherwise it stays (the server is the bottleneck: more would only queue there).
-
-    A halving is checked by the window after it: if the share did not fall (by 30 % or more),
-    the failures do not come from load — a flaky server failing a fixed share of requests
-    whatever the concurrency — so the halving is undone and that share becomes the baseline
-    tolerated from then on (it drops again when the failures do). Without this check, scattered
-    faults (bench/bench_faults.py's 50 % mix) would pin the limit at 1 and make a run take 20×
-    longer for nothing. ``Retry-After`` is honoured by the request that got it (it waits that
-    long before its retry, without holding a slot)."""
-
-    def __init__(self, ceiling: int, start: int = 8, window_seconds: float = 0.2, clock=time.monotonic):
-        self.clock = clock
-        self.ceiling = max(1, ceiling)
-        self.limit = min(self.ceiling, max(1, start))
-        self.window_seconds = window_seconds
-        self.in_flight = 0
-        self.peak = self.limit
-        self.baseline = 0.0  # the overload share that load does not explain
-        self._cond = threading.Condition()
-        self._window_start = clock()
-        self._done = self._ok = self._overloaded = 0
-        self._last_rate: float | None = None
-        self._cut_from: tuple[int, float] | None = None  # (limit, share) before the last halving
-
-    def acquire(self) -> None:
-        with self._cond:
-            while self.in_flight >= self.limit:
-                self._cond.wait()
-            self.in_flight += 1
-
-    def release(self, outcome: str) -> None:
-        """``outcome``: ``ok``, ``overload`` or ``other`` (see the class docstring)."""
-        with self._cond:
-            self.in_flight -= 1
-            self._done += 1
-            self._ok += outcome == "ok"
-            self._overloaded += outcome == "overload"
-            now = self.clock()
-            elapsed = now - self._window_start
-            if self._done >= max(self.limit, 8) and elapsed >= self.window_seconds:
-                self._judge(self._overloaded / self._done, self._ok / elapsed)
-                self._window_start, self._done, self._ok, self._overloaded = now, 0, 0, 0
-            self._cond.notify_all()
-
-    def _judge(self, share: float, rate: float) -> None:
-        cut, self._cut_from = self._cut_from, None
-        if cut is not None and share > 0.2 and share >= 0.7 * cut[1]:
-            self.limit, self.baseline, self._last_rate = cut[0], share, None  # halving did not help: undo
+        self.outstanding[i] -= 1
+        if ok:
+            self.failures[i] = 0
+            self.cooldowns[i] = self.base_cooldown
             return
-        if share < self.baseline / 2:
-            self.baseline = share  # the failures have eased
-        if share > self.baseline + 0.2:
-            self._cut_from = (self.limit, share)
-            self.limit = max(1, self.limit // 2)
-            self._last_rate = None  # the rate after a cut is a new baseline
-            return
-        if share <= self.baseline + 0.1 and rate > 0 and (self._last_rate is None or rate >= 1.05 * self._last_rate):
-            self.limit = min(self.ceiling, self.limit + max(1, self.limit // 2))
-            self.peak = max(self.peak, self.limit)
-        self._last_rate = rate
-
-
-class Transport:
-    """One worker thread's HTTP client: the standard library's ``http.client``, one keep-alive
-    connection per replica.
-
-    Why not requests or urllib3: their layers cost the client CPU on every request, and a
-    client's CPU per request is what caps it at a fast server (measured in one thread against
-    the sham server, process CPU per request: requests' ``Session.send`` 0.44–0.74 ms, urllib3's
-    pool 0.19–0.27 ms, this 0.10–0.15 ms; bench/bench_benchmark.py prints the figure).
-
-    * every socket is registered with the deadline watchdog under this thread, so cutting the
-      thread's sockets ends its request (``--timeout`` bounds the whole request);
-    * ``TCP_QUICKACK`` before each response is read: a server that writes its headers and its
-      body in two writes with Nagle on (Python's http.server and many quick wrappers) otherwise
-      waits ~40 ms for our delayed ACK of the first before it sends the second;
-    * a kept-alive connection the server closed meanwhile is reopened once, at no retry's cost;
-    * proxies from the environment (``HTTP(S)_PROXY``, ``NO_PROXY``): plain HTTP through the
-      proxy, HTTPS through a CONNECT tunnel; credentials in the proxy URL are sent;
-    * redirects are followed (up to 10), keeping the method and the body; https verifies
-      certificates (the default SSL context)."""
-
-    MAX_REDIRECTS = 10
-
-    def __init__(self, urls: list[str], proxies: list[dict], deadlines: SocketDeadlines, timeout: float):
-        import http.client
-        import socket
-
-        quickack = getattr(socket, "TCP_QUICKACK", None)
-        key = threading.get_ident()
-
-        class Watched:
-            def connect(self):
-                super().connect()
-                deadlines.add_socket(key, self.sock)
-
-            def getresponse(self):
-                if quickack is not None and self.sock is not None:
-                    try:
-                        self.sock.setsockopt(socket.IPPROTO_TCP, quickack, 1)
-                    except OSError:
-                        pass
-                return super().getresponse()
-
-        class WatchedHTTP(Watched, http.client.HTTPConnection):
-            pass
-
-        class WatchedHTTPS(Watched, http.client.HTTPSConnection):
-            pass
-
-        self.http, self.classes = http.client, {"http": WatchedHTTP, "https": WatchedHTTPS}
-        self.timeout = timeout
-        self.errors = (http.client.HTTPException, OSError)
-        self.proxy_of = [proxy.get(urlparse(u).scheme) or proxy.get("all") for u, proxy in zip(urls, proxies, strict=True)]
-        self.connections: dict[tuple, object] = {}
-
-    def _connection(self, url: str, via: str | None):
-        """The kept-alive connection for ``url``'s origin (through proxy ``via``) and the request
-        target to send it."""
-        u = urlparse(url)
-        port = u.port or (443 if u.scheme == "https" else 80)
-        target = (u.path or "/") + (f"?{u.query}" if u.query else "")
-        key = (u.scheme, u.hostname, port, via)
-        conn = self.connections.get(key)
-        headers = dict(JSON_HEADERS)
-        if via:
-            pu = urlparse(via if "://" in via else f"http://{via}")
-            auth = {}
-            if pu.username:
-                token = base64.b64encode(f"{pu.username}:{pu.password or ''}".encode()).decode()
-                auth = {"Proxy-Authorization": f"Basic {token}"}
-            if u.scheme == "http":
-                target = url  # absolute form, to the proxy
-                headers.update(auth)
-        if conn is None:
-            cls = self.classes[u.scheme]
-            if via:
-                conn = cls(pu.hostname, pu.port or 80, timeout=self.timeout)
-                if u.scheme == "https":
-                    conn.set_tunnel(u.hostname, port, headers=auth)
-            else:
-                conn = cls(u.hostname, port, timeout=self.timeout)
-            self.connections[key] = conn
-        return conn, target, headers
-
-    def _exchange(self, conn, target: str, headers: dict, body: bytes):
-        reused = conn.sock is not None
-        for attempt in (0, 1):
-            try:
-                conn.request("POST", target, body, headers)
-                resp = conn.getresponse()
-                # an answer is a few bytes; a server streaming more is not read into memory
-                data = resp.read(MAX_RESPONSE_BYTES + 1)
-                if len(data) > MAX_RESPONSE_BYTES:
-                    conn.close()
-                    raise UnusableAnswer(f"response body over {MAX_RESPONSE_BYTES // 1024} KiB")
-            except (self.http.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
-                conn.close()
-                if reused and attempt == 0:  # the server closed an idle kept-alive connection
-                    continue
-                raise
-            except BaseException:
-                conn.close()
-                raise
-            if resp.will_close or not resp.isclosed():  # (unread rest: the connection cannot be reused)
-                conn.close()
-            return resp.status, resp.headers, data
-
-    def post(self, replica: int, url: str, body: bytes):
-        """(status, headers, body bytes) of POSTing ``body`` to ``url``, after redirects."""
-        from urllib.parse import urljoin
-
-        via = self.proxy_of[replica]
-        for _ in range(self.MAX_REDIRECTS + 1):
-            conn, target, headers = self._connection(url, via)
-            status, headers_in, data = self._exchange(conn, target, headers, body)
-            location = headers_in.get("Location")
-            if status in (301, 302, 303, 307, 308) and location:
-                url = urljoin(url, location)
-                try:
-                    parsed = urlparse(url)
-                    parsed.port  # noqa: B018 - raises ValueError for a port that is not a number
-                    ok = parsed.scheme in self.classes and bool(parsed.hostname)
-                except ValueError:  # a bad port, a malformed IPv6 host
-                    ok = False
-                if not ok:
-                    raise UnusableAnswer(f"redirect to an unusable URL: {location[:100]!r}")
-                continue
-            return status, headers_in, data
-        raise UnusableAnswer(f"more than {self.MAX_REDIRECTS} redirects")
-
-    def reset(self) -> None:
-        """Close every connection (after a request was cut: its socket is shut)."""
-        for conn in self.connections.values():
-            conn.close()
-
-    close = reset
+        self.failures[i] += 1
+        if self.failures[i] >= self.fail_threshold and len(self.urls) > 1:
+            self.cool_until[i] = time.monotonic() + self.cooldowns[i]
+            self.cooldowns[i] = min(self.cooldowns[i] * 2, self.max_cooldown)
+            self.failures[i] = 0
 
 
 class UnusableAnswer(Exception):
     """The server answered, but with nothing usable: a redirect loop or to a non-HTTP URL, or a
-    body too large to be an answer."""
+    body too large to be an answer. Not retried."""
 
 
-@dataclass
-class Task:
-    row: int
-    key: str
-    body: bytes  # the JSON payload, serialised once
+class Retryable(Exception):
+    """An attempt that may succeed if repeated; ``wait``: the server's Retry-After, if any."""
+
+    def __init__(self, cause: str, wait: float | None = None):
+        super().__init__(cause)
+        self.wait = wait
 
 
 def payload_body(text: str, audio_path: str, item_stem: str, b64: bytes | None) -> bytes:
-    """The request JSON of SPEC §4.3. The base64 bytes need no escaping, so they are spliced in
-    as bytes rather than run through the JSON encoder (they are ~99 % of the payload, and every
-    copy of them costs the client time under the GIL)."""
+    """The request JSON of the endpoint contract. The base64 bytes need no escaping, so they are
+    spliced in as bytes rather than run through the JSON encoder (they are ~99 % of the payload)."""
     head = json.dumps({"text": text, "audio_filename": audio_path.rsplit("/", 1)[-1],
                        "audio_path": audio_path, "item_stem": item_stem}).encode("utf-8")
     if b64 is None:
@@ -386,13 +163,26 @@ def payload_body(text: str, audio_path: str, item_stem: str, b64: bytes | None) 
     return b"".join((head[:-1], b', "audio_base64": "', b64, b'"}'))
 
 
+async def _read_limited(resp) -> bytes:
+    """The response body, refused beyond :data:`MAX_RESPONSE_BYTES` (read no further)."""
+    if resp.content_length is not None and resp.content_length <= MAX_RESPONSE_BYTES:
+        return await resp.read()  # the usual answer: a few dozen bytes, announced
+    chunks, size = [], 0
+    async for chunk in resp.content.iter_chunked(1 << 16):
+        size += len(chunk)
+        if size > MAX_RESPONSE_BYTES:
+            raise UnusableAnswer(f"response body over {MAX_RESPONSE_BYTES // 1024} KiB")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
 class EndpointScorer(Scorer):
     mode = "remote"
 
-    def __init__(self, endpoints: list[str], timeout: float = 60.0, workers: int = WORKERS, max_retries: int = MAX_RETRIES,
-                 cache_dir: Path | None = None, fresh: bool = False, model_tag: str | None = None,
-                 send_audio: bool = True, backoff_base: float = 0.25, backoff_cap: float = 10.0,
-                 give_up_after: float = GIVE_UP_AFTER):
+    def __init__(self, endpoints: list[str], timeout: float = ENDPOINT_TIMEOUT, workers: int = ENDPOINT_WORKERS,
+                 max_retries: int = ENDPOINT_MAX_RETRIES, cache_dir: Path | None = None, fresh: bool = False,
+                 model_tag: str | None = None, send_audio: bool = True,
+                 give_up_after: float = ENDPOINT_GIVE_UP_AFTER):
         if not endpoints:
             raise ValueError("at least one endpoint URL is needed")
         self.urls = [check_endpoint_url(u) for u in endpoints]
@@ -400,161 +190,153 @@ class EndpointScorer(Scorer):
         self.model_tag = model_tag or self.urls[0]
         self.timeout, self.workers, self.max_retries = timeout, max(1, workers), max(0, max_retries)
         self.cache_dir, self.fresh, self.send_audio = cache_dir, fresh, send_audio
-        self.backoff_base, self.backoff_cap, self.give_up_after = backoff_base, backoff_cap, give_up_after
-        # progress: when a request last succeeded, and whether the run has given up on the endpoint
-        self._last_success = time.monotonic()
-        self._gave_up = False
-        # counters of the work done, updated by the worker threads under the lock
+        self.give_up_after = give_up_after
         self.stats = {"requests": 0, "retries": 0, "cache_hits": 0, "seconds": 0.0, "rows": 0}
-        self._stats_lock = threading.Lock()
-        # set when a run starts: the cache file, each replica's proxies (read from the
-        # environment once), and how many requests each replica was sent
         self.cache_path: Path | None = None
-        self.proxies: list[dict] = []
         self.replica_requests: dict[str, int] = {}
-        self.limit: AdaptiveLimit | None = None  # the run's adaptive concurrency (its peak is reported)
-
-    def _count(self, name: str, amount: float = 1) -> None:
-        with self._stats_lock:
-            self.stats[name] += amount
 
     def summary_line(self) -> str:
         st = self.stats
         rate = st["rows"] / st["seconds"] if st["seconds"] else 0.0
-        peak = f"; up to {self.limit.peak} of {self.workers} in flight" if self.limit is not None else ""
         return (f"endpoint: {st['rows']} rows in {st['seconds']:.2f} s ({rate:,.0f} rows/s); {st['requests']} requests, "
-                f"{st['retries']} retries, {st['cache_hits']} answered from the cache ({self.cache_path}){peak}")
+                f"{st['retries']} retries, {st['cache_hits']} answered from the cache ({self.cache_path})")
 
     # -- one request ------------------------------------------------------------------------
 
-    def _post(self, transport: Transport, limit: AdaptiveLimit, pool: ReplicaPool, task: Task,
-              deadlines: SocketDeadlines) -> tuple[float | None, str | None]:
+    async def _attempt(self, session, url: str, body: bytes) -> float:
+        """One POST: the similarity, or :class:`Retryable` / :class:`UnusableAnswer` / a final
+        ``ValueError`` (a 4xx) saying why not."""
+        import aiohttp
+
+        self.stats["requests"] += 1
+        try:
+            async with session.post(url, data=body) as resp:
+                data = await _read_limited(resp)
+                status, retry_after = resp.status, resp.headers.get("Retry-After")
+        except (aiohttp.TooManyRedirects, aiohttp.InvalidUrlRedirectClientError,
+                aiohttp.NonHttpUrlRedirectClientError) as e:
+            raise UnusableAnswer(f"redirect to an unusable URL: {str(e)[:100]!r}") from None
+        except TimeoutError:
+            raise Retryable(f"timeout: no full answer within {self.timeout:g} s") from None
+        except aiohttp.ClientError as e:
+            raise Retryable(f"connection error: {type(e).__name__}") from None
+        if status == 429 or status >= 500:
+            raise Retryable(f"HTTP {status}", retry_after_seconds(retry_after))
+        if status >= 400:
+            raise ValueError(f"HTTP {status}: {_error_text(data)}")
+        try:
+            return parse_similarity(json.loads(data))
+        except ValueError:
+            raise Retryable("bad response: body is not JSON") from None
+        except BadResponse as e:
+            raise Retryable(f"bad response: {e}") from None
+
+    async def _post(self, sessions, targets, pool: ReplicaPool, in_flight: asyncio.Semaphore,
+                    body: bytes) -> tuple[float | None, str | None]:
+        """The similarity of one request, retried as the module docstring says, or its error."""
         last = "no attempt made"
-        key = threading.get_ident()
         for attempt in range(self.max_retries + 1):
-            if self._gave_up:
+            if self._gave_up.is_set():
                 return None, f"gave up: no successful answer for {self.give_up_after:g} s ({last})"
-            limit.acquire()
             i = pool.acquire()
-            wait, outcome = None, "overload"
-            deadlines.arm(key, self.timeout)
-            self._count("requests")
             try:
-                status, headers, data = transport.post(i, self.urls[i], task.body)
+                async with in_flight:
+                    value = await self._attempt(sessions[i], targets[i], body)
             except UnusableAnswer as e:
-                deadlines.disarm(key)
                 pool.release(i, ok=True)
-                limit.release("other")
                 return None, f"bad response: {e}"
-            except transport.errors as e:
-                cut = deadlines.disarm(key)
+            except ValueError as e:  # a 4xx: the replica is healthy, the request is wrong
+                pool.release(i, ok=True)
+                self._last_success = time.monotonic()
+                return None, str(e)
+            except Retryable as e:
                 pool.release(i, ok=False)
-                limit.release("overload")
-                if cut or isinstance(e, TimeoutError):
-                    last = f"timeout: no full answer within {self.timeout:g} s"
-                else:
-                    last = f"connection error: {type(e).__name__}"
+                last, wait = str(e), e.wait
             else:
-                cut = deadlines.disarm(key)
-                if cut:
-                    transport.reset()  # its socket was shut down
-                    last = f"timeout: no full answer within {self.timeout:g} s"
-                elif status == 429 or status >= 500:
-                    last = f"HTTP {status}"
-                    wait = retry_after_seconds(headers.get("Retry-After"))
-                    outcome = "overload" if status in (429, 502, 503, 504) else "other"
-                elif status >= 400:
-                    pool.release(i, ok=True)  # the replica is healthy; the request is wrong
-                    limit.release("ok")
-                    self._succeeded()
-                    return None, f"HTTP {status}: {_error_text(data, headers)}"
-                else:
-                    try:
-                        value = parse_similarity(json.loads(data))
-                    except (ValueError, BadResponse) as e:
-                        last = f"bad response: {e if isinstance(e, BadResponse) else 'body is not JSON'}"
-                        outcome = "other"
-                    else:
-                        pool.release(i, ok=True)
-                        limit.release("ok")
-                        self._succeeded()
-                        return value, None
-                pool.release(i, ok=False)
-                limit.release(outcome)
+                pool.release(i, ok=True)
+                self._last_success = time.monotonic()
+                return value, None
             if attempt == self.max_retries:
                 break
-            if time.monotonic() - self._last_success > self.give_up_after:
-                self._gave_up = True
-                return None, f"gave up: no successful answer for {self.give_up_after:g} s ({last})"
-            self._count("retries")
-            backoff = random.uniform(0, min(self.backoff_cap, self.backoff_base * 2**attempt))
-            time.sleep(min(max(backoff, wait or 0.0), 60.0))
+            self.stats["retries"] += 1
+            backoff = random.uniform(0, min(BACKOFF_CAP, BACKOFF_BASE * 2**attempt))
+            try:  # the back-off, cut short if the run gives up meanwhile
+                await asyncio.wait_for(self._gave_up.wait(), min(max(backoff, wait or 0.0), MAX_RETRY_AFTER))
+            except TimeoutError:
+                pass
         attempts = attempt + 1
         return None, f"{last} after {attempts} attempt{'s' if attempts > 1 else ''}"
-
-    def _succeeded(self) -> None:
-        self._last_success = time.monotonic()  # a float store: atomic under the GIL
 
     # -- the run ----------------------------------------------------------------------------
 
     def score(self, rows: pd.DataFrame, dataset_root: Path, progress=None) -> ScoreResult:
+        started = time.perf_counter()
+        try:
+            return asyncio.run(self._score(rows, dataset_root, progress))
+        finally:
+            self.stats["seconds"] += time.perf_counter() - started
+            self.stats["rows"] += len(rows)
+
+    async def _score(self, rows: pd.DataFrame, dataset_root: Path, progress) -> ScoreResult:
+        import aiohttp
+
         n = len(rows)
         sims = np.full(n, np.nan)
         errors: list[str | None] = [None] * n
+        n_errors = 0
         cache = ResponseCache(self.cache_dir or Path(".cache/emolia-bench"), self.model_tag, fresh=self.fresh)
         self.cache_path = cache.path
         pool = ReplicaPool(self.urls)
-        progress_lock = threading.Lock()
-        deadlines = SocketDeadlines(name="endpoint-deadlines")
-        self._last_success, self._gave_up = time.monotonic(), False
-        tasks: queue.Queue = queue.Queue(maxsize=self.workers * 2)
-        n_errors = [0]
+        self._last_success, self._gave_up = time.monotonic(), asyncio.Event()
+
+        async def watch() -> None:  # give up once nothing has succeeded for give_up_after
+            while time.monotonic() - self._last_success <= self.give_up_after:
+                await asyncio.sleep(min(1.0, self.give_up_after / 10))
+            self._gave_up.set()
 
         def done(row: int, value: float | None, error: str | None) -> None:
+            nonlocal n_errors
             if error is None:
                 sims[row] = value
             else:
                 errors[row] = error
             if progress is not None:
-                with progress_lock:
-                    if error is not None:
-                        n_errors[0] += 1
-                        progress.set_postfix(errors=n_errors[0], refresh=False)
-                    progress.update(1)
+                if error is not None:
+                    n_errors += 1
+                    progress.set_postfix(errors=n_errors, refresh=False)
+                progress.update(1)
 
-        self.proxies = [environment_proxies(u) for u in self.urls]
-        limit = AdaptiveLimit(self.workers, start=min(self.workers, ADAPTIVE_START))
-        self.limit = limit
+        in_flight, open_rows = asyncio.Semaphore(self.workers), asyncio.Semaphore(ROWS_PER_SLOT * self.workers)
 
-        def worker() -> None:
-            transport = Transport(self.urls, self.proxies, deadlines, self.timeout)
+        async def request(row: int, key: str, body: bytes) -> None:
             try:
-                while (task := tasks.get()) is not None:
-                    value, error = self._post(transport, limit, pool, task, deadlines)
-                    if error is None:
-                        cache.put(task.key, value)
-                    done(task.row, value, error)
+                value, error = await self._post(sessions, targets, pool, in_flight, body)
+                if error is None:
+                    cache.put(key, value)
+                done(row, value, error)
             finally:
-                transport.close()
+                open_rows.release()
 
-        started = time.perf_counter()
-        threads = [threading.Thread(target=worker, daemon=True, name=f"endpoint-{k}") for k in range(self.workers)]
-        for t in threads:
-            t.start()
+        import yarl
+
+        targets = [yarl.URL(u) for u in self.urls]  # parsed once, not per request
+        timeout = aiohttp.ClientTimeout(total=self.timeout)
+        sessions = [aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=self.workers), timeout=timeout,
+                                          headers=JSON_HEADERS, trust_env=True, auto_decompress=False)
+                    for _ in self.urls]
+        tasks, watcher = set(), asyncio.create_task(watch())
         try:
             root = os.fspath(dataset_root)
             paths = rows["audio_path"].tolist()
             prompts, stems = rows["prompt"].tolist(), rows["item_stem"].tolist()
-            positions = np.argsort(np.asarray(paths, dtype=str), kind="stable")
             current_path, sha, b64, read_error = None, None, None, None
-            for row in positions.tolist():
+            for row in np.argsort(np.asarray(paths, dtype=str), kind="stable").tolist():
                 if paths[row] != current_path:
                     current_path = paths[row]
                     try:
                         data = read_clip(root, current_path)
                     except ClipRefused as e:
-                        sha = None
-                        read_error = str(e)
+                        sha, read_error = None, str(e)
                     else:
                         sha = hashlib.sha256(data).hexdigest()
                         b64 = base64.b64encode(data) if self.send_audio else None
@@ -564,25 +346,27 @@ class EndpointScorer(Scorer):
                 key = cache_key(self.model_tag, sha, prompts[row], stems[row])
                 hit = cache.get(key)
                 if hit is not None:
-                    self._count("cache_hits")
+                    self.stats["cache_hits"] += 1
                     done(row, hit, None)
                     continue
-                body = payload_body(prompts[row], current_path, stems[row], b64)
-                tasks.put(Task(row, key, body))  # blocks while the workers are busy
+                await open_rows.acquire()  # bounds the payloads held in memory
+                task = asyncio.create_task(request(row, key, payload_body(prompts[row], current_path, stems[row], b64)))
+                tasks.add(task)
+                task.add_done_callback(tasks.discard)
+            if tasks:
+                await asyncio.gather(*tasks)
         finally:
-            for _ in threads:
-                tasks.put(None)
-            for t in threads:
-                t.join()
+            watcher.cancel()
+            for task in tasks:
+                task.cancel()
+            for session in sessions:
+                await session.close()
             cache.close()
-            deadlines.close()
-            self._count("seconds", time.perf_counter() - started)
-            self._count("rows", n)
         self.replica_requests = dict(zip(self.urls, pool.sent, strict=True))
         return ScoreResult(similarity=sims, error=errors)
 
 
-def _error_text(body: bytes, headers) -> str:
+def _error_text(body: bytes) -> str:
     """The server's ``{"error": …}``, else the start of its body."""
     try:
         data = json.loads(body)

@@ -1,0 +1,68 @@
+"""The typed pieces summary.json is built from, each turned into JSON in one place.
+
+* :class:`Interval` — a 95 % percentile interval. In summary.json it is ``[low, high]`` under a
+  ``…ci95`` key (null when undefined: no resample gave a value); the CSV slice tables spell the
+  same interval as two columns ``<metric>_ci_low`` / ``<metric>_ci_high`` (upstream's columns).
+* :class:`Figure` — an estimate with its support: ``value`` (null when undefined), ``ci95``,
+  ``n_items`` (the items it rests on), ``n_comparisons`` (rater pairs within items, or held-out
+  votes), ``unit`` (what an item is here) and ``reliable``. Reliability is decided once, here:
+  a figure is reliable when it rests on at least ``min_items`` items (analysis.py
+  ``--min-items``); reports, figures and the console read the stored flag and withhold the value
+  of an unreliable figure (they say the count instead).
+* :class:`Support` — the reliability rule alone, for rows that carry their own count (a rater
+  pair's κ, a slice's exact agreement): ``Support(min_items).reliable(n)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+# The human reference figures analysis.py writes at the top of summary.json under upstream's
+# names (alias -> the key in its "agreement" block); benchmark.py copies them into its own.
+HUMAN_ALIASES = (
+    ("human_upper_bound_binary", "pairwise_exact_binary"),
+    ("human_accuracy_binary", "human_pairwise_accuracy"),
+    ("human_balanced_accuracy_binary", "human_pairwise_balanced_accuracy"),
+    ("human_loo_accuracy_binary", "human_loo_accuracy"),
+    ("human_loo_balanced_accuracy_binary", "human_loo_balanced_accuracy"),
+    ("human_loo_n_annotations", "human_loo_n_annotations"),
+)
+
+
+class Interval(NamedTuple):
+    """A 95 % interval; a tuple, so it is ``[low, high]`` in JSON."""
+
+    low: float
+    high: float
+
+
+@dataclass(frozen=True)
+class Support:
+    """The minimum support of a figure: ``min_items`` items (analysis.py ``--min-items``)."""
+
+    min_items: int
+
+    def reliable(self, n_items: int) -> bool:
+        return int(n_items) >= self.min_items
+
+
+@dataclass(frozen=True)
+class Figure:
+    value: float | None
+    ci95: Interval | None
+    n_items: int
+    n_comparisons: int
+    unit: str
+    reliable: bool
+
+    @classmethod
+    def rated(cls, value: float | None, ci95: Interval | None, n_items: int, n_comparisons: int, unit: str,
+              support: Support) -> Figure:
+        """A figure whose reliability is decided by ``support``."""
+        return cls(value, ci95, int(n_items), int(n_comparisons), unit, support.reliable(n_items))
+
+    def to_json(self) -> dict:
+        return {"value": self.value, "ci95": None if self.ci95 is None else [self.ci95.low, self.ci95.high],
+                "n_items": self.n_items, "n_comparisons": self.n_comparisons, "unit": self.unit,
+                "reliable": self.reliable}
