@@ -96,11 +96,11 @@ def clap_stages(work: Path) -> None:
                           f"tiny {name.replace('_', '-')} scores in-process and through clap_server.py", tolerance=1e-4)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workdir", type=Path, default=REPO / "demo_outputs",
                         help="where every stage writes (default: demo_outputs/)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     work = args.workdir.resolve()
     work.mkdir(parents=True, exist_ok=True)
 

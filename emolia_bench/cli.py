@@ -14,17 +14,24 @@ EXIT_PARTIAL = 1  # benchmark: outputs written, but some rows could not be score
 EXIT_BAD_INPUT = 2
 
 
-def run(main: Callable[[], int | None]) -> None:
-    """Run ``main`` and exit: 2 with one line on stderr for bad input, 130 on Ctrl-C."""
+def invoke(main: Callable[..., int | None], argv: list[str] | None = None) -> int:
+    """Run ``main(argv)`` and return its exit code: 2 with one line on stderr for bad input
+    (:class:`InputError`, or argparse's own refusal), 130 on Ctrl-C, argparse's 0 for --help."""
     try:
-        code = main()
+        return main(argv) or EXIT_OK
     except InputError as e:
         print(f"error: {e}", file=sys.stderr)
-        sys.exit(EXIT_BAD_INPUT)
+        return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("interrupted; previous outputs are left as they were", file=sys.stderr)
-        sys.exit(130)
-    sys.exit(code or EXIT_OK)
+        return 130
+    except SystemExit as e:  # argparse: --help (0) or a refused option (2, its message already printed)
+        return e.code if isinstance(e.code, int) else EXIT_BAD_INPUT
+
+
+def run(main: Callable[..., int | None]) -> None:
+    """Exit with :func:`invoke`'s code: how every top-level script ends."""
+    sys.exit(invoke(main))
 
 
 class Phases:

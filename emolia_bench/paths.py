@@ -9,7 +9,6 @@ reader forever, a device never ends).
 from __future__ import annotations
 
 import errno
-import functools
 import os
 import stat
 from pathlib import Path
@@ -60,12 +59,9 @@ def _is_link(path: str) -> bool:
         return False
 
 
-@functools.lru_cache(maxsize=65536)
 def _real_folder(path: str) -> str:
-    """``os.path.realpath`` of a folder, remembered: a server resolves the same few thousand
-    dataset folders for every request (realpath walks and lstat()s every component, ~0.1 ms
-    of a request's ~0.7 ms). A folder swapped for a symlink while the server runs is therefore
-    not noticed until restart; the clip file itself is always checked."""
+    """``os.path.realpath`` of a folder, resolved on every call: a folder swapped for a symlink
+    is noticed at once, and a relative path means the working folder of the call."""
     return os.path.realpath(path)
 
 

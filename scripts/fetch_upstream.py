@@ -94,7 +94,7 @@ def download(session, url: str, target: Path, timeout: float, progress) -> tuple
     return tmp, h.hexdigest()
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=Path("data/upstream"),
                         help="where the files are laid out (default: data/upstream, git-ignored)")
@@ -108,7 +108,7 @@ def main() -> int:
                              "each file is fetched from <base-url>/<commit>/<path>, so a mirror can stand in")
     parser.add_argument("--timeout", type=float, default=60.0,
                         help="seconds to wait for the server to connect or send (default: 60)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     pinned = args.commit == PINNED_COMMIT
     if not pinned and not args.allow_unpinned:
         parser.error(f"--commit {args.commit} is not the pinned commit {PINNED_COMMIT}: its files cannot be "

@@ -226,11 +226,11 @@ RUBRIC = {
 }
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--root", type=Path, default=ROOT,
                         help="repository root to write examples/, annotations/ and dataset/ into (default: this repo)")
-    root = parser.parse_args().root
+    root = parser.parse_args(argv).root
     rng = np.random.default_rng(SEED)
     emo, emo_users, emo_clips = make_emo(rng)
     dim, dim_users, flags, dim_clips = make_dim(rng)

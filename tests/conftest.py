@@ -2,22 +2,19 @@
 
 from __future__ import annotations
 
+import importlib.util
+import io
 import os
 import subprocess
 import sys
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
 
-from .zygote import ZYGOTE
+from emolia_bench.cli import invoke
 
 REPO = Path(__file__).resolve().parents[1]
-
-# Most tests run a script in a fresh interpreter. Where PYTHONDONTWRITEBYTECODE is set (these
-# machines set it), none of them could cache the bytecode of pandas & co., so every one would
-# compile them from source again: on a fresh clone the suite took 114 s instead of ~53 s. The
-# scripts' behaviour does not depend on it; a user's own runs write bytecode by default anyway.
-os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 # The worked example lives in the repository (a clone tests itself); the real exports stay
 # outside it and the tests that read them are skipped when the folder is absent.
 WORKED = REPO / "tests" / "fixtures" / "worked_example"
@@ -40,9 +37,27 @@ DRAWS_SCRIPTS = {"benchmark.py", "compare.py"}
 TEST_DRAWS = "200"
 
 
+_SCRIPTS: dict[str, object] = {}
+
+
+def script_module(script: str):
+    """A top-level script loaded as a module (once per test process), for its ``main(argv)``."""
+    if script not in _SCRIPTS:
+        spec = importlib.util.spec_from_file_location(f"script_{Path(script).stem}", REPO / script)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        _SCRIPTS[script] = module
+    return _SCRIPTS[script]
+
+
 def run_script(script: str, *args, cwd: Path | None = None, timeout: float = 120,
                figures: bool = False, full_draws: bool = False) -> subprocess.CompletedProcess:
-    """Run one of the top-level scripts the way a user does, capturing its output.
+    """Run one of the top-level scripts as a user does — its argv, its working folder, its exit
+    code (bad input 2, as the script's own ``cli.run`` maps it), its stdout and stderr — but in
+    this process, through its ``main(argv)``: no interpreter to start for each run. The tests that
+    need a process of their own (kill -9, Ctrl-C, servers, the exit status of the real entry)
+    start one with subprocess. ``timeout`` is kept for those callers' symmetry; an in-process run
+    is not timed out.
 
     Figures cost about a second per run (matplotlib's import and drawing) and most tests do
     not look at them, so ``--no-figures`` is added unless ``figures=True`` (the tests of the
@@ -55,11 +70,15 @@ def run_script(script: str, *args, cwd: Path | None = None, timeout: float = 120
         args.append("--no-figures")
     if script in DRAWS_SCRIPTS and not full_draws and "--bootstrap-draws" not in args and "--help" not in args:
         args += ["--bootstrap-draws", TEST_DRAWS]
-    done = ZYGOTE.run(REPO / script, args, Path(cwd or REPO), timeout)  # a fresh process, pandas pre-imported
-    if done is not None:
-        return done
-    return subprocess.run([sys.executable, str(REPO / script), *args], cwd=cwd or REPO,
-                          capture_output=True, text=True, timeout=timeout)
+    main = script_module(script).main
+    out, err, here = io.StringIO(), io.StringIO(), os.getcwd()
+    os.chdir(cwd or REPO)
+    try:
+        with redirect_stdout(out), redirect_stderr(err):
+            code = invoke(main, args)
+    finally:
+        os.chdir(here)
+    return subprocess.CompletedProcess([sys.executable, script, *args], code, out.getvalue(), err.getvalue())
 
 
 def needs(path: Path):
@@ -71,13 +90,24 @@ def snapshot(root: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def worked_analysed(tmp_path_factory):
     """The worked example laid out as a project folder (annotations/, dataset/), analysed once
-    per test module; tests that change files in it take a copy."""
+    (analysis_outputs/); tests read it, and tests that change files in it take a copy."""
     import shutil
 
     root = tmp_path_factory.mktemp("worked")
     shutil.copytree(WORKED / "input", root, dirs_exist_ok=True)
     assert run_script("analysis.py", cwd=root).returncode == 0
+    return root
+
+
+@pytest.fixture(scope="session")
+def demo_scored(tmp_path_factory):
+    """The committed demo annotations analysed (``an/``) and scored by the sham scorer
+    (``sham/``), once; tests read it."""
+    root = tmp_path_factory.mktemp("demo")
+    assert run_script("analysis.py", "--output-root", root / "an").returncode == 0
+    r = run_script("benchmark.py", "--analysis-root", root / "an", "--output-dir", root / "sham")
+    assert r.returncode == 0, r.stderr
     return root

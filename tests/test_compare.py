@@ -7,14 +7,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from .conftest import WORKED, run_script
+from .conftest import run_script
 
 
 @pytest.fixture(scope="module")
-def project(tmp_path_factory):
+def project(tmp_path_factory, worked_analysed):
     p = tmp_path_factory.mktemp("cmp")
-    shutil.copytree(WORKED / "input", p, dirs_exist_ok=True)
-    assert run_script("analysis.py", "--no-figures", cwd=p).returncode == 0
+    shutil.copytree(worked_analysed, p, dirs_exist_ok=True)
     assert run_script("benchmark.py", "--no-figures", "--output-dir", "runs/a", cwd=p).returncode == 0
     return p
 

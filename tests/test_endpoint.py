@@ -20,14 +20,9 @@ from .conftest import REPO, WORKED, run_script
 from .servers import scripted_server
 
 
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    """Demo labels (analysis of the committed annotations) and the sham-mode predictions."""
-    root = tmp_path_factory.mktemp("demo")
-    assert run_script("analysis.py", "--output-root", root / "an").returncode == 0
-    r = run_script("benchmark.py", "--analysis-root", root / "an", "--output-dir", root / "sham")
-    assert r.returncode == 0, r.stderr
-    return root
+@pytest.fixture
+def demo(demo_scored):
+    return demo_scored
 
 
 @pytest.fixture

@@ -3,6 +3,7 @@ a shared --model-tag lets a re-run on a different set of replicas resume from th
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -23,10 +24,8 @@ def start_server():
     return proc, url, served
 
 
-def test_two_replicas_one_killed_mid_run(tmp_path):
-    assert run_script("analysis.py", "--no-figures", "--output-root", tmp_path / "an").returncode == 0
-    assert run_script("benchmark.py", "--no-figures", "--analysis-root", tmp_path / "an",
-                      "--output-dir", tmp_path / "sham").returncode == 0
+def test_two_replicas_one_killed_mid_run(tmp_path, demo_scored):
+    shutil.copytree(demo_scored, tmp_path, dirs_exist_ok=True)
     a, url_a, served_a = start_server()
     b, url_b, served_b = start_server()
     try:

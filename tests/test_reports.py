@@ -6,7 +6,7 @@ import pytest
 
 from emolia_bench.reports import COUNT, FRACTION, INTERVAL, SIGNED, TEXT, THRESHOLD, md_table
 
-from .conftest import WORKED, run_script
+from .conftest import run_script
 
 
 def test_counts_print_as_counts_and_fractions_as_fractions_whatever_their_type():
@@ -48,11 +48,10 @@ def count_cells(report: str) -> list[str]:
     return out
 
 
-def test_no_report_prints_a_count_with_decimals(tmp_path):
+def test_no_report_prints_a_count_with_decimals(tmp_path, worked_analysed):
     import shutil
 
-    shutil.copytree(WORKED / "input", tmp_path, dirs_exist_ok=True)
-    assert run_script("analysis.py", cwd=tmp_path).returncode == 0
+    shutil.copytree(worked_analysed, tmp_path, dirs_exist_ok=True)
     assert run_script("benchmark.py", cwd=tmp_path).returncode == 0
     reports = list((tmp_path / "analysis_outputs").rglob("report.md")) + list((tmp_path / "benchmark_outputs").rglob("report.md"))
     assert len(reports) == 5
