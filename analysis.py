@@ -21,7 +21,8 @@ from emolia_bench.cli import Phases, run  # noqa: E402
 from emolia_bench.defaults import BOOTSTRAP_DRAWS, BOOTSTRAP_SEED, MIN_ITEMS, SUBSET_NAMES  # noqa: E402
 
 
-def main(argv: list[str] | None = None) -> int:
+def arguments() -> argparse.ArgumentParser:
+    """The script's options (its --help; the README's table is checked against them)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--annotations-root", type=Path, default=Path("annotations"),
                         help="folder with one anonymized export folder per subset (default: annotations)")
@@ -45,6 +46,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dataset-root", type=Path,
                         help="optional: the clips, to compare reaction times with clip durations in the rater profiles "
                              "(a <clip>.json sidecar with {\"duration\": seconds}, else the audio header)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = arguments()
     args = parser.parse_args(argv)
     if args.bootstrap_draws < 1000:
         parser.error("--bootstrap-draws must be at least 1000")

@@ -18,7 +18,8 @@ from emolia_bench.cli import run
 from emolia_bench.defaults import SUBSET_NAMES
 
 
-def main(argv: list[str] | None = None) -> int:
+def arguments() -> argparse.ArgumentParser:
+    """The script's options (its --help; the README's table is checked against them)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--raw-root", type=Path, default=Path("annotations_raw"),
                         help="folder with one raw export folder per subset (default: annotations_raw)")
@@ -26,6 +27,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="where the anonymized folders are written (default: annotations)")
     parser.add_argument("--subsets", nargs="+", default=["both"], choices=[*SUBSET_NAMES, "both"],
                         help="subsets to process (default: both = every subset folder under --raw-root)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = arguments()
     args = parser.parse_args(argv)
 
     from emolia_bench.anonymize import MAP_FILE, anonymize_subset

@@ -49,7 +49,8 @@ from emolia_bench.defaults import (  # noqa: E402
 from emolia_bench.presets import PRESETS, add_loading_options  # noqa: E402
 
 
-def main(argv: list[str] | None = None) -> int:
+def arguments() -> argparse.ArgumentParser:
+    """The script's options (its --help; the README's table is checked against them)."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--subset", default="both", choices=[*SUBSET_NAMES, "both"], help="subset to score (default: both = every subset analysis.py wrote labels for)")
     p.add_argument("--analysis-root", type=Path, default=Path("analysis_outputs"),
@@ -116,6 +117,11 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--timings", action="store_true", help="print the seconds each phase took (to stderr)")
     s.add_argument("--no-figures", action="store_true",
                    help="skip the PNG figures (matplotlib's import alone takes about a second)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = arguments()
     args = p.parse_args(argv)
     if args.workers < 1 or args.timeout <= 0 or (args.limit is not None and args.limit < 0):
         p.error("--workers must be >= 1, --timeout > 0 and --limit >= 0")

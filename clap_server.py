@@ -20,7 +20,8 @@ from pathlib import Path
 from emolia_bench.presets import PRESETS, add_loading_options, resolve_model
 
 
-def main(argv: list[str] | None = None) -> int:
+def arguments() -> argparse.ArgumentParser:
+    """The script's options (its --help; the README's table is checked against them)."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", required=True, metavar="PRESET_OR_PATH_OR_ID",
                    help=f"a preset ({', '.join(PRESETS)}), or a transformers ClapModel checkpoint, a checkpoint with its "
@@ -39,6 +40,11 @@ def main(argv: list[str] | None = None) -> int:
                    help="seconds for a request's body to arrive, once its head is in, before it is refused with 408 "
                         "(default: 10); on an untrusted network put a reverse proxy in front (README)")
     p.add_argument("--dataset-root", type=Path, help="serve requests that name audio_path inside this folder")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = arguments()
     args = p.parse_args(argv)
     if args.dataset_root is not None and not args.dataset_root.is_dir():
         print(f"error: --dataset-root {args.dataset_root}: not a folder", file=sys.stderr)

@@ -18,7 +18,8 @@ from emolia_bench.cli import run
 from emolia_bench.defaults import BOOTSTRAP_DRAWS, BOOTSTRAP_SEED
 
 
-def main(argv: list[str] | None = None) -> int:
+def arguments() -> argparse.ArgumentParser:
+    """The script's options (its --help; the README's table is checked against them)."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("runs", nargs="+", type=Path, help="benchmark output folders (two or more)")
     p.add_argument("--names", nargs="+", help="display names, one per run (default: the folder names)")
@@ -27,6 +28,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--bootstrap-draws", type=int, default=BOOTSTRAP_DRAWS, help=f"paired bootstrap draws (default: {BOOTSTRAP_DRAWS})")
     p.add_argument("--seed", type=int, default=BOOTSTRAP_SEED, help=f"bootstrap seed (default: {BOOTSTRAP_SEED})")
     p.add_argument("--no-figures", action="store_true", help="skip comparison.png")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = arguments()
     args = p.parse_args(argv)
     if len(args.runs) < 2:
         p.error("give at least two runs to compare")

@@ -16,7 +16,8 @@ import sys
 from pathlib import Path
 
 
-def main(argv: list[str] | None = None) -> int:
+def arguments() -> argparse.ArgumentParser:
+    """The script's options (its --help; the README's table is checked against them)."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
     p.add_argument("--port", type=int, default=8765, help="port (default: 8765; 0 picks a free one)")
@@ -25,6 +26,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dataset-root", type=Path,
                    help="check that each request's audio_path names a clip inside this folder (paths escaping it: 400)")
     p.add_argument("--verbose", action="store_true", help="log every request to stderr")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = arguments()
     args = p.parse_args(argv)
     from emolia_bench.sham_server import make_server, url_of
 

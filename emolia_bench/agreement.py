@@ -1,4 +1,4 @@
-"""Inter-rater agreement and the human upper bound (SPEC §3.5–3.6).
+"""Inter-rater agreement and the human upper bound (README: “2. analysis.py”; the definitions below).
 
 Input everywhere is a long frame of cleaned votes with integer columns ``item``, ``rater``,
 ``binary`` and (ordinal subsets) ``value``: one row per item and rater. Rater codes follow the

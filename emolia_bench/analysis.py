@@ -1,4 +1,4 @@
-"""One subset's analysis: labels, slice tables, agreement and summary.json (SPEC §3)."""
+"""One subset's analysis: labels, slice tables, agreement and summary.json (README: “2. analysis.py”)."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def flag_records(flags: pd.DataFrame | None) -> list[dict]:
 
 @dataclass
 class Labelled:
-    """One subset's votes cleaned and its items labelled (SPEC §3's first steps): what the slice
+    """One subset's votes cleaned and its items labelled (the first steps of README “2. analysis.py”): what the slice
     tables, and everything :func:`analyze_labelled` computes, are made from."""
     subset: Subset
     rows_raw: int  # annotation rows, after any excluded rater's are dropped

@@ -1,4 +1,4 @@
-"""Replace annotator names by stable ``user_<i>`` ids (SPEC §2)."""
+"""Replace annotator names by stable ``user_<i>`` ids (README: “1. anonymize.py”)."""
 
 from __future__ import annotations
 

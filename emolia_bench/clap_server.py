@@ -1,4 +1,4 @@
-"""Serve an in-process CLAP model behind the endpoint contract of SPEC §4.3 (FastAPI + uvicorn).
+"""Serve an in-process CLAP model behind the endpoint contract (README) (FastAPI + uvicorn).
 
 Requests are decoded concurrently, then a single batching thread gathers the waveforms of
 concurrent requests (up to ``max_batch``, waiting at most ``max_wait_ms`` for company) into

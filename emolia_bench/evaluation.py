@@ -1,4 +1,4 @@
-"""Turn scored rows into predictions, metric tables and summary.json (SPEC §4.4–4.5)."""
+"""Turn scored rows into predictions, metric tables and summary.json (README: “3. benchmark.py”)."""
 
 from __future__ import annotations
 

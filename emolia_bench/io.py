@@ -165,7 +165,7 @@ def check_integers(path: Path, df: pd.DataFrame, column: str, expected: str) -> 
 
 
 def load_annotations(path: Path, subset: Subset) -> pd.DataFrame:
-    """annotations.csv of one subset, validated (SPEC §1.2, §6)."""
+    """annotations.csv of one subset, validated (README: “Data layout” and “Failure behaviour”)."""
     path = Path(path)
     df = read_csv_strings(path, subset.annotation_columns)
     check_nonblank(path, df, ("annotation_id", "username") + subset.item_key)

@@ -1,4 +1,4 @@
-"""Cleaning, majority vote, benchmark labels and slice tables (SPEC §3.1–3.4).
+"""Cleaning, majority vote, benchmark labels and slice tables (README: “2. analysis.py”).
 
 All of it is vectorised: items get integer codes, votes become an items × levels count matrix,
 and the majority vote is an argmax over that matrix.
@@ -200,7 +200,7 @@ def unmatched_flags(items: pd.DataFrame, flags: pd.DataFrame | None, subset: Sub
 
 
 def benchmark_labels(items: pd.DataFrame, subset: Subset) -> pd.DataFrame:
-    """benchmark_labels.csv: the SPEC's columns, in its order and sort (string order)."""
+    """benchmark_labels.csv: upstream's columns, in its order and sort (string order)."""
     out = items.sort_values(list(subset.label_sort), kind="stable")
     return out[list(subset.label_columns)].reset_index(drop=True)
 

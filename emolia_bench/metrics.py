@@ -1,4 +1,4 @@
-"""Classification metrics of a model against the human majority (SPEC §4.4).
+"""Classification metrics of a model against the human majority (README: “3. benchmark.py”).
 
 Every metric takes ``y_true`` (0/1 human majority) and ``y_pred`` (0/1 model decision), or
 ``scores`` (raw similarities) for the ranking metrics, validated once by :func:`check_binary`.

@@ -1,4 +1,4 @@
-"""Which labelled items a benchmark run scores, and what it sends for each (SPEC §4.1–4.2)."""
+"""Which labelled items a benchmark run scores, and what it sends for each (README: “3. benchmark.py”: filters and prompts)."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ class Filters:
 
 
 def apply_filters(labels: pd.DataFrame, f: Filters) -> tuple[pd.DataFrame, dict]:
-    """Filters in the SPEC's order: min raters, flags, unanimity. Returns kept rows and stats."""
+    """Filters in the README's order: min raters, flags, unanimity. Returns kept rows and stats."""
     stats = {"input": int(len(labels))}
     kept = labels[labels["n_raters"] >= f.min_raters]
     stats["dropped_below_min_raters"] = int(len(labels) - len(kept))

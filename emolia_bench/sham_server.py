@@ -1,6 +1,6 @@
-"""A local stand-in for a CLAP similarity endpoint (SPEC §5), on the standard library.
+"""A local stand-in for a CLAP similarity endpoint (README: “4. sham_clap_server.py”), on the standard library.
 
-POST /v1/similarity with the payload of SPEC §4.3 -> ``{"similarity": …}``, the sham score of
+POST /v1/similarity with the payload of the endpoint contract (README) -> ``{"similarity": …}``, the sham score of
 ``item_stem`` (or the stem of ``audio_filename``) and ``text``; GET /health -> 200.
 Errors are JSON ``{"error": …}``: 400 bad JSON / missing or mistyped fields / a path outside the
 dataset root, 404 unknown URL or clip, 411 no Content-Length, 413 body over the limit (refused

@@ -162,8 +162,8 @@ def emo_template_value(items: pd.DataFrame, rubric: dict | None) -> pd.Series:
 
 
 def dim_template_value(items: pd.DataFrame, rubric: dict | None) -> pd.Series:
-    """``{rubric}``: the rubric paragraph of the item's dimension and level, with the SPEC §4.2
-    fallbacks (upstream's prompt is this text alone)."""
+    """``{rubric}``: the rubric paragraph of the item's dimension and level, with the README's
+    fallbacks (“3. benchmark.py”: prompts) (upstream's prompt is this text alone)."""
     rubric = rubric or {}
     # Unique (dimension, level) pairs are few; resolve each once.
     pairs = items[["dimension", "level"]].drop_duplicates()

@@ -17,7 +17,7 @@ EXPECTED = WORKED / "expected" / "benchmark_outputs"
 
 
 def test_sham_test_vectors():
-    # SPEC §4.3, bit-exact
+    # upstream's sham formula (README “Scorers”), bit-exact
     assert sham_similarity("EN_B00031_S07330_W000026",
                            "Speech audio in which the speaker expresses or conveys Affection.") == -0.1287922617961742
     assert sham_similarity("sample_00__TEMP_3_positive", "Normal tempo.") == 0.7706211205491895

@@ -1,4 +1,4 @@
-"""Loaders refuse bad input with one message naming file, row and column (SPEC §6)."""
+"""Loaders refuse bad input with one message naming file, row and column (README: “Failure behaviour”)."""
 
 from pathlib import Path
 

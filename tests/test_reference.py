@@ -1,6 +1,6 @@
-"""The vectorised analysis against a literal, loop-by-loop reading of SPEC §3.1–3.6.
+"""The vectorised analysis against a literal, loop-by-loop reading of the rules in README “2. analysis.py” and agreement.py's docstring.
 
-`reference_agreement` below is written straight from the SPEC's sentences with plain Python
+`reference_agreement` below is written straight from those sentences with plain Python
 dicts and loops — no pandas, no statsmodels, no shared helpers — so it is an independent
 derivation: Cohen's κ from p_o and the raters' marginals, Fleiss' κ from its textbook formula,
 leave-one-out by counting the other votes. The fast code must agree with it to 1e-9 on random

@@ -1,4 +1,4 @@
-"""sham_clap_server: the contract of SPEC §5 and its safety (paths, body size, slow clients)."""
+"""sham_clap_server: the contract of README “4. sham_clap_server.py” and its safety (paths, body size, slow clients)."""
 
 import json
 import socket
@@ -44,7 +44,7 @@ OK = {"text": "Normal tempo.", "item_stem": "sample_00__TEMP_3_positive", "audio
 def test_scores_like_local_sham_and_health(server):
     url, _ = server
     r = post(url, OK)
-    assert r.status_code == 200 and r.json() == {"similarity": 0.7706211205491895}  # the SPEC's test vector
+    assert r.status_code == 200 and r.json() == {"similarity": 0.7706211205491895}  # upstream's test vector
     # without item_stem the stem of audio_filename is used
     r = post(url, {"text": "x", "audio_filename": "dir/EN_A.mp3"})
     assert r.json()["similarity"] == sham_similarity("EN_A", "x")

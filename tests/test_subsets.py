@@ -1,4 +1,4 @@
-"""The subset descriptions: the facts of SPEC §1.1 and the rules that are code."""
+"""The subset descriptions: the facts of the README's “Data layout” and the rules that are code."""
 
 from pathlib import Path
 

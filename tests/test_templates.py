@@ -34,7 +34,7 @@ def test_every_template_is_scored_and_the_headline_is_their_mean(worked_analysed
     ok = emo[emo["ok"]]
     assert len(ok) >= 4 and set(ok["majority_present"]) == {0, 1}
     # each template's column, recomputed from the stem and the template filled in by hand
-    words = {"Jealousy___Envy": "Jealousy / Envy"}  # SPEC's spelling rule, by hand for the one compound name
+    words = {"Jealousy___Envy": "Jealousy / Envy"}  # the spelling rule (README), by hand for the one compound name
     for k, template in enumerate(EMO_TEMPLATES, start=1):
         for row in ok.itertuples():
             emotion = words.get(row.queried_emotion, row.queried_emotion.replace("_", " "))

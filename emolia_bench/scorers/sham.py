@@ -1,4 +1,4 @@
-"""The deterministic sham scorer (SPEC §4.3): reads no audio, hashes stem and prompt.
+"""The deterministic sham scorer (README: “Scorers”): reads no audio, hashes stem and prompt.
 
 similarity = 2·u/2⁶⁴ − 1, u = the first 8 bytes (big-endian) of
 SHA-256("clap-sham-v1" + stem + "|" + prompt), UTF-8. It proves the plumbing and gives a
