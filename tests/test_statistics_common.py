@@ -22,7 +22,7 @@ from emolia_bench import agreement as ag
 from emolia_bench.ranking import auroc_with_intervals, spearman_with_interval
 from emolia_bench.resampling import Bootstrap, percentile_interval
 
-DRAWS, SEED = 120, 5
+DRAWS, SEED = 60, 5
 
 
 def panel(rng, n_items=40, n_raters=3, n_values=3) -> pd.DataFrame:
