@@ -130,7 +130,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.max_retries < 0 or args.give_up_after <= 0:
         p.error("--max-retries must be >= 0 and --give-up-after > 0")
 
-    from emolia_bench.evaluation import evaluate, predictions_frame
+    from tqdm import tqdm
+
+    from emolia_bench.evaluation import EVALUATION_STEPS, evaluate, predictions_frame
     from emolia_bench.io import load_analysis_summary, load_labels, load_votes
     from emolia_bench.outputs import csv_bytes, json_bytes, write_outputs
     from emolia_bench.presets import resolve_model
@@ -193,14 +195,15 @@ def main(argv: list[str] | None = None) -> int:
             prompts = template_prompts(with_audio, subset, args.dataset_root, templates[subset.name])
             with progress_bar(scorer, len(with_audio) * len(prompts), f"{subset.name} ({scorer.mode})") as bar:
                 result, per_template = score_templates(scorer, with_audio, prompts, args.dataset_root, bar)
-        with phases("evaluate"):
+        with phases("evaluate"), tqdm(total=EVALUATION_STEPS, desc=f"{subset.name} (intervals)", unit="step",
+                                       file=sys.stderr, mininterval=0.5) as bar:
             predictions = predictions_frame(rows, result, subset, args.threshold, args.dataset_root, per_template)
             r = evaluate(subset, rows, predictions, mode=scorer.mode, endpoint=scorer.endpoint, threshold=args.threshold,
                          filter_mode=filters.mode_name(subset), filter_stats=stats, human=human, votes=votes,
                          min_items=min_items,
                          bootstrap=bootstrap, min_class_rows=args.min_class_rows,
                          cv_folds=args.cv_folds, cv_seed=args.cv_seed, scorer_info=scorer.info(),
-                         templates=templates[subset.name])
+                         templates=templates[subset.name], progress=bar)
         results.append(r)
         failed += r.summary["evaluation_errors"]
 

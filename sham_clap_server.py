@@ -15,6 +15,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from emolia_bench.cli import run
+
 
 def arguments() -> argparse.ArgumentParser:
     """The script's options (its --help; the README's table is checked against them)."""
@@ -54,4 +56,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run(main)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 import time
 from collections.abc import Callable
@@ -30,7 +31,10 @@ def invoke(main: Callable[..., int | None], argv: list[str] | None = None) -> in
 
 
 def run(main: Callable[..., int | None]) -> None:
-    """Exit with :func:`invoke`'s code: how every top-level script ends."""
+    """Exit with :func:`invoke`'s code: how every top-level script ends. Ctrl-C (SIGINT) raises
+    KeyboardInterrupt even where the script was started with SIGINT ignored (a shell's
+    background job inherits that), so an interrupt always ends the run with 130."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     sys.exit(invoke(main))
 
 

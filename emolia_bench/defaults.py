@@ -17,7 +17,7 @@ MIN_CLASS_ROWS = 20
 # The endpoint client's defaults (benchmark.py --timeout, --workers, --max-retries,
 # --give-up-after); the README's table is checked against these.
 ENDPOINT_TIMEOUT = 60.0  # seconds for a whole request: connect, send, the full answer
-ENDPOINT_WORKERS = 32  # requests in flight at most
+ENDPOINT_WORKERS = 64  # requests in flight at most
 # Retries per request: at a 50 % fault rate a row fails all 17 attempts with probability
 # 0.5**17 ≈ 7.6e-6 (0.06 rows expected among 8,000); a dead endpoint is caught by
 # ENDPOINT_GIVE_UP_AFTER, not by this count.

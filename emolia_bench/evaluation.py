@@ -22,7 +22,7 @@ from .ranking import auroc_with_intervals
 from .resampling import Bootstrap
 from .scorers import ScoreResult
 from .subsets import Subset
-from .summary import Support
+from .summary import SliceRow, Support
 from .templates import template_report
 from .thresholds import clip_folds, cv_thresholds
 from .vs_humans import graded_agreement, vs_humans
@@ -86,12 +86,17 @@ def _record(key: str, value, m: dict, fields) -> dict:
     return {key: value, **{f: m[f] for f in fields}, **{f: m[f] for f in EXTRA_FIELDS if f not in fields}}
 
 
+EVALUATION_STEPS = 5
+
+
 def evaluate(subset: Subset, rows: pd.DataFrame, predictions: pd.DataFrame, *, mode: str, endpoint,
              threshold: float, filter_mode: str, filter_stats: dict, human: dict, votes: pd.DataFrame | None = None,
              bootstrap: Bootstrap, min_class_rows: int = MIN_CLASS_ROWS, min_items: int = MIN_ITEMS,
              cv_folds: int = 5, cv_seed: int = BOOTSTRAP_SEED, scorer_info: dict | None = None,
-             templates: list[str] | None = None) -> BenchmarkResult:
-    """Metrics, tables and summary.json of one subset's run. ``templates`` (when more than one):
+             templates: list[str] | None = None, progress=None) -> BenchmarkResult:
+    """Metrics, tables and summary.json of one subset's run; ``progress.update(1)`` after each of
+    its :data:`EVALUATION_STEPS` interval families (the slice tables, AUROC, the cross-validated
+    thresholds, the model against the humans, the graded labels). ``templates`` (when more than one):
     the prompt templates whose similarities are ``similarity_template_<k>`` of ``predictions``;
     adds metrics_by_template.csv and the ``prompt_templates`` block (:mod:`templates`)."""
     scored = predictions[predictions["ok"]].copy()
@@ -100,12 +105,15 @@ def evaluate(subset: Subset, rows: pd.DataFrame, predictions: pd.DataFrame, *, m
     scored["all_agree_binary"] = rows.loc[predictions["ok"].to_numpy(), "all_agree_binary"].to_numpy()
 
     keys = [subset.type_slice, "benchmark_bucket", subset.category_slice]
+    step = progress.update if progress is not None else (lambda n: None)  # one step per interval family
     overall, unanimous, by_key = slice_report(scored, keys, bootstrap=bootstrap, min_class_rows=min_class_rows)
+    step(1)
     tables = {f"metrics_by_{k}.csv": by_key[k] for k in keys}
     p = float(predictions["majority_present"].mean()) if len(predictions) else None
     sims = scored["similarity"].to_numpy()
 
-    def headline(m: dict) -> dict:
+    def headline(row: SliceRow) -> dict:
+        m = row.record()
         out = {f: m[f] for f in HEADLINE_FIELDS}
         out["specificity"] = m["specificity"]
         out["auroc"], out["average_precision"] = m["auroc"], m["average_precision"]
@@ -152,6 +160,7 @@ def evaluate(subset: Subset, rows: pd.DataFrame, predictions: pd.DataFrame, *, m
     truth, clips = scored["majority_present"].to_numpy(), scored["clip"].astype(str).to_numpy()
     s["auroc_headline"] = auroc_with_intervals(truth, sims, clips, scored[subset.category_slice].to_numpy(),
                                              bootstrap=bootstrap)
+    step(1)
     s["thresholds_cv"] = cv_headlines(truth, sims, clips, scored["prompt"].to_numpy(), threshold, cv_folds, cv_seed,
                                       bootstrap=bootstrap, min_class_rows=min_class_rows)
     if scorer_info is not None:  # [ours] which model, loaded how
@@ -160,9 +169,14 @@ def evaluate(subset: Subset, rows: pd.DataFrame, predictions: pd.DataFrame, *, m
         per_template = [scored[f"similarity_template_{k}"].to_numpy() for k in range(1, len(templates) + 1)]
         tables["metrics_by_template.csv"], s["prompt_templates"] = template_report(templates, truth, per_template, sims,
                                                                                    threshold)
+    step(1)
     if votes is not None:  # [ours] the model as one more rater, on the humans' own targets
         s["vs_humans"] = vs_humans(scored, votes, subset, bootstrap=bootstrap, support=Support(min_items))
+        step(1)
         s["graded"] = graded_agreement(scored, votes, subset, bootstrap=bootstrap, support=Support(min_items))
+        step(1)
+    else:
+        step(2)
     return BenchmarkResult(subset, predictions, tables, s, scored["majority_present"].to_numpy(), sims)
 
 
@@ -179,7 +193,7 @@ def cv_headlines(truth, sims, clips, prompts, threshold: float, k: int, cv_seed:
         applied = cv_thresholds(truth, sims, folds, threshold, groups)
         pred = (sims >= applied).astype(np.int64)
         m = metrics_of(truth, pred, sims, slice_intervals(truth, pred, clips, [np.zeros(len(truth), np.int64)],
-                                                          bootstrap=bootstrap)[0][0], min_class_rows)
+                                                          bootstrap=bootstrap)[0][0], min_class_rows).record()
         lo, hi = m["balanced_accuracy_ci_low"], m["balanced_accuracy_ci_high"]
         out[name] = {"balanced_accuracy": m["balanced_accuracy"], "ci95": None if lo is None else [lo, hi],
                      "accuracy": m["accuracy"], "n": m["n"],

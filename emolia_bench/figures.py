@@ -20,8 +20,7 @@ def _figure(width: float = 6.4, height: float = 3.6, xlabels: list[str] | None =
     """A figure with one axes and fixed margins, sized from the tick labels it will carry.
 
     Margins are computed here instead of by matplotlib's constrained-layout solver, which
-    measured every text's extent and drew each figure twice: 0.68 of the 2.5 s the benchmark's
-    eight figures took (1× synthetic exports)."""
+    measures every text's extent and draws each figure twice (bench/README.md has the cost)."""
     from matplotlib.figure import Figure
 
     char = 0.6 / 72  # inches per point of font size, per character (a generous average width)

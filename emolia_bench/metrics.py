@@ -18,8 +18,8 @@ Undefined values are ``None`` (JSON null), never NaN and never a silent 0:
 
 Every figure is computed with numpy from counts and ranks, and the shared tests check each one
 against scikit-learn (``confusion_matrix``, ``balanced_accuracy_score``, ``roc_auc_score``,
-``average_precision_score``) on random data with ties. Importing scikit-learn alone takes
-0.8 s on the 2-core machines this runs on, more than half the 1.5 s budget of a sham run.
+``average_precision_score``) on random data with ties; scikit-learn is a test oracle, never
+imported at run time.
 * Quality band of balanced accuracy: < 0.55 Bad, < 0.65 Weak, < 0.75 Medium, < 0.85 Good,
   else Excellent.
 """
@@ -32,6 +32,7 @@ import pandas as pd
 from .defaults import MIN_CLASS_ROWS
 from .ranking import auroc
 from .resampling import Bootstrap, percentile_interval
+from .summary import SliceRow
 
 BANDS = ((0.55, "Bad"), (0.65, "Weak"), (0.75, "Medium"), (0.85, "Good"), (float("inf"), "Excellent"))
 
@@ -244,21 +245,19 @@ SLICE_COLUMNS = ["n", "accuracy", "balanced_accuracy", "f1", "precision", "recal
 # percentile interval over resamples of them only looks confident.
 
 
-def metrics_of(t: np.ndarray, p: np.ndarray, s: np.ndarray, interval, min_class_rows: int = MIN_CLASS_ROWS) -> dict:
+def metrics_of(t: np.ndarray, p: np.ndarray, s: np.ndarray, interval, min_class_rows: int = MIN_CLASS_ROWS) -> SliceRow:
     """Every metric of one slice, with ``n_positive`` / ``n_negative`` (rows of each true
     class); the balanced-accuracy interval is None when the minority class has fewer than
     ``min_class_rows`` rows (the point value is kept)."""
-    m = binary_metrics(t, p)
-    m.update(_ranking(t, s))
-    m["n_positive"], m["n_negative"] = float(t.sum()), float(len(t) - t.sum())
-    if min(m["n_positive"], m["n_negative"]) < min_class_rows:
+    n_positive, n_negative = float(t.sum()), float(len(t) - t.sum())
+    if min(n_positive, n_negative) < min_class_rows:
         interval = None
-    m["balanced_accuracy_ci_low"], m["balanced_accuracy_ci_high"] = interval if interval else (None, None)
-    return m
+    return SliceRow(**binary_metrics(t, p), **_ranking(t, s), n_positive=n_positive, n_negative=n_negative,
+                    ci95=interval or None)
 
 
 def slice_report(frame: pd.DataFrame, keys: list[str], *, bootstrap: Bootstrap,
-                 min_class_rows: int = MIN_CLASS_ROWS) -> tuple[dict, dict, dict[str, pd.DataFrame]]:
+                 min_class_rows: int = MIN_CLASS_ROWS) -> tuple[SliceRow, SliceRow, dict[str, pd.DataFrame]]:
     """Overall metrics, unanimous-subset metrics and one table per key of ``keys``.
 
     ``frame`` has ``majority_present``, ``pred_present``, ``similarity``, ``clip``,
@@ -284,6 +283,6 @@ def slice_report(frame: pd.DataFrame, keys: list[str], *, bootstrap: Bootstrap,
         rows = []
         for j, value in enumerate(values):
             sel = c == j
-            rows.append({key: value, **metrics_of(t[sel], p[sel], s[sel], ivs[j], min_class_rows)})
+            rows.append({key: value, **metrics_of(t[sel], p[sel], s[sel], ivs[j], min_class_rows).record()})
         tables[key] = pd.DataFrame(rows, columns=[key, *SLICE_COLUMNS])
     return overall, unan, tables

@@ -70,7 +70,7 @@ def clip_problem(root: Path, rel: str) -> str | None:
     None when it is a regular file inside ``root``."""
     try:
         real = _resolve_inside(os.fspath(root), rel)
-        mode = os.stat(real).st_mode  # (the lstat of the link test is cached by the kernel: ~2 µs)
+        mode = os.stat(real).st_mode
     except PathRefused as e:
         return f"audio_refused: {e}"
     except OSError as e:
@@ -86,7 +86,7 @@ def clip_problems(root: Path, rels) -> dict[str, str | None]:
     folder instead of two system calls per clip: a clip its folder lists as a regular file (not
     a link) in a folder inside the root is readable; a name the folder does not list is missing;
     anything else (a link, a FIFO, an unlistable folder) goes through :func:`clip_problem`.
-    (31,182 clips of the 1× synthetic exports in 1,272 folders: 0.33–0.50 s → 0.07–0.09 s.)"""
+    (A benchmark checks every clip before scoring, tens of thousands of them.)"""
     root = os.fspath(root)
     out: dict[str, str | None] = {}
     by_folder: dict[tuple[str, ...], list[tuple[str, str]]] = {}

@@ -9,13 +9,17 @@
   a figure is reliable when it rests on at least ``min_items`` items (analysis.py
   ``--min-items``); reports, figures and the console read the stored flag and withhold the value
   of an unreliable figure (they say the count instead).
+* :class:`SliceRow` — a benchmark slice's metrics (counts as floats, as upstream writes them;
+  undefined rates None) and its balanced-accuracy interval: in CSV tables and summary.json's
+  slice lists under ``balanced_accuracy_ci_low`` / ``_ci_high`` (:meth:`SliceRow.record`), in
+  headlines as ``balanced_accuracy_ci95``.
 * :class:`Support` — the reliability rule alone, for rows that carry their own count (a rater
   pair's κ, a slice's exact agreement): ``Support(min_items).reliable(n)``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import NamedTuple
 
 # The human reference figures analysis.py writes at the top of summary.json under upstream's
@@ -66,3 +70,29 @@ class Figure:
         return {"value": self.value, "ci95": None if self.ci95 is None else [self.ci95.low, self.ci95.high],
                 "n_items": self.n_items, "n_comparisons": self.n_comparisons, "unit": self.unit,
                 "reliable": self.reliable}
+
+
+@dataclass(frozen=True)
+class SliceRow:
+    n: float
+    accuracy: float | None
+    balanced_accuracy: float | None
+    precision: float | None
+    recall: float | None
+    f1: float | None
+    tp: float
+    fp: float
+    tn: float
+    fn: float
+    specificity: float | None
+    auroc: float | None
+    average_precision: float | None
+    n_positive: float
+    n_negative: float
+    ci95: Interval | None  # of the balanced accuracy
+
+    def record(self) -> dict:
+        """Every figure by name, the interval as ``balanced_accuracy_ci_low`` / ``_ci_high``."""
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "ci95"}
+        out["balanced_accuracy_ci_low"], out["balanced_accuracy_ci_high"] = self.ci95 if self.ci95 else (None, None)
+        return out

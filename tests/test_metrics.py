@@ -139,14 +139,14 @@ def test_slice_report_shares_one_resample_and_matches_single_slice_interval():
                           "all_agree_binary": rng.random(n) < 0.3, "kind": rng.choice(["a", "b", "c"], n)})
     overall, unanimous, tables = slice_report(frame, ["kind"], bootstrap=Bootstrap(draws=1000, seed=9))
     single = balanced_accuracy_interval(frame["majority_present"], frame["pred_present"], frame["clip"], bootstrap=Bootstrap(draws=1000, seed=9))
-    assert (overall["balanced_accuracy_ci_low"], overall["balanced_accuracy_ci_high"]) == single
+    assert overall.ci95 == single
     t = tables["kind"]
     assert t["kind"].tolist() == ["a", "b", "c"] and t["n"].sum() == n
     for _, row in t.iterrows():
         sel = frame["kind"] == row["kind"]
         assert row["balanced_accuracy"] == binary_metrics(frame.loc[sel, "majority_present"], frame.loc[sel, "pred_present"])["balanced_accuracy"]
         assert row["balanced_accuracy_ci_low"] <= row["balanced_accuracy"] <= row["balanced_accuracy_ci_high"]
-    assert unanimous["n"] == frame["all_agree_binary"].sum()
+    assert unanimous.n == frame["all_agree_binary"].sum()
 
 
 def test_slice_intervals_equal_an_explicit_clip_resample():

@@ -67,7 +67,7 @@ def get_scorer(name: str, **options) -> Scorer:
 
 def progress_bar(scorer: Scorer, total: int, desc: str):
     """A tqdm bar (rows, rate; scorers add the error count) for a scorer that takes a while; for
-    an instant one, no bar and no tqdm import (~0.08 s, a twentieth of a sham run)."""
+    an instant one, no bar (it would only flash)."""
     if not scorer.shows_progress:
         return contextlib.nullcontext()
     from tqdm import tqdm

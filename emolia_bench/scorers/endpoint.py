@@ -322,7 +322,8 @@ class EndpointScorer(Scorer):
         targets = [yarl.URL(u) for u in self.urls]  # parsed once, not per request
         timeout = aiohttp.ClientTimeout(total=self.timeout)
         sessions = [aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=self.workers), timeout=timeout,
-                                          headers=JSON_HEADERS, trust_env=True, auto_decompress=False)
+                                          headers=JSON_HEADERS, trust_env=True, auto_decompress=False,
+                                          cookie_jar=aiohttp.DummyCookieJar())  # stateless: no cookies kept
                     for _ in self.urls]
         tasks, watcher = set(), asyncio.create_task(watch())
         try:
