@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
         overall = board[board["slice"] == "overall"].to_dict(orient="records")
         outputs["comparison.png"] = comparison(overall, "Balanced accuracy, overall")
         figure = "comparison.png"
-    outputs["leaderboard.md"] = comparison_report(board, pairs, args.bootstrap_draws, args.seed, figure).encode()
+    outputs["leaderboard.md"] = comparison_report(board, pairs, figure, draws=args.bootstrap_draws, seed=args.seed).encode()
     write_outputs(args.output_dir, outputs)
     print(outputs["leaderboard.md"].decode().split("## Leaderboard", 1)[-1].split("## ", 1)[0].strip())
     return 0

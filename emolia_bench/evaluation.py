@@ -161,7 +161,7 @@ def evaluate(subset: Subset, rows: pd.DataFrame, predictions: pd.DataFrame, *, m
     s["auroc_headline"] = auroc_with_intervals(truth, sims, clips, scored[subset.category_slice].to_numpy(),
                                              bootstrap=bootstrap)
     step(1)
-    s["thresholds_cv"] = cv_headlines(truth, sims, clips, scored["prompt"].to_numpy(), threshold, cv_folds, cv_seed,
+    s["thresholds_cv"] = cv_headlines(truth, sims, clips, scored["prompt"].to_numpy(), threshold, cv_folds, cv_seed=cv_seed,
                                       bootstrap=bootstrap, min_class_rows=min_class_rows)
     if scorer_info is not None:  # [ours] which model, loaded how
         s["scorer"] = scorer_info
@@ -180,7 +180,7 @@ def evaluate(subset: Subset, rows: pd.DataFrame, predictions: pd.DataFrame, *, m
     return BenchmarkResult(subset, predictions, tables, s, scored["majority_present"].to_numpy(), sims)
 
 
-def cv_headlines(truth, sims, clips, prompts, threshold: float, k: int, cv_seed: int, *, bootstrap: Bootstrap,
+def cv_headlines(truth, sims, clips, prompts, threshold: float, k: int, *, cv_seed: int, bootstrap: Bootstrap,
                  min_class_rows: int) -> dict:
     """Balanced accuracy of out-of-fold decisions (:mod:`thresholds`) with one global threshold and
     with one threshold per prompt, each with its clip-bootstrap interval."""
@@ -188,7 +188,7 @@ def cv_headlines(truth, sims, clips, prompts, threshold: float, k: int, cv_seed:
            "definition": "threshold maximising balanced accuracy on the other folds, applied to each fold"}
     if len(truth) == 0:
         return out
-    folds = clip_folds(clips, k, cv_seed)
+    folds = clip_folds(clips, k, seed=cv_seed)
     for name, groups in (("global", None), ("per_prompt", prompts)):
         applied = cv_thresholds(truth, sims, folds, threshold, groups)
         pred = (sims >= applied).astype(np.int64)

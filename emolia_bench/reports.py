@@ -619,7 +619,7 @@ def benchmark_report(r, figures=None) -> str:
 # comparison report
 
 
-def comparison_report(board: pd.DataFrame, pairs: pd.DataFrame, draws: int, seed: int, figure: str | None) -> str:
+def comparison_report(board: pd.DataFrame, pairs: pd.DataFrame, figure: str | None, *, draws: int, seed: int) -> str:
     parts = ["# emolia-bench — comparison of runs\n"]
     if figure:
         parts.append(f"![Balanced accuracy, overall]({figure})\n")

@@ -25,7 +25,7 @@ import pandas as pd
 from .metrics import best_threshold
 
 
-def clip_folds(clips: np.ndarray, k: int, seed: int) -> np.ndarray:
+def clip_folds(clips: np.ndarray, k: int, *, seed: int) -> np.ndarray:
     """Each row's fold 0..k-1: the distinct clips (sorted) are shuffled with ``seed`` and dealt
     out in turn, so every row of a clip lands in the same fold and folds differ by at most one
     clip."""

@@ -47,7 +47,7 @@ def tiny_tokenizer(out_dir: Path):
     return tokenizer
 
 
-def build_tiny_voiceclap(out_dir: Path, seed: int = 0) -> Path:
+def build_tiny_voiceclap(out_dir: Path, *, seed: int = 0) -> Path:
     """Write the tiny remote-code model of :mod:`tiny_voiceclap` and its tokenizer to ``out_dir``:
     ``config.json`` carries an ``auto_map`` and the folder holds ``tiny_voiceclap.py``, so only
     ``trust_remote_code`` loads it. Deterministic for a given seed."""
@@ -66,7 +66,7 @@ def build_tiny_voiceclap(out_dir: Path, seed: int = 0) -> Path:
     return out_dir
 
 
-def build_tiny_clap(out_dir: Path, seed: int = 0, st_dir: Path | None = None) -> Path:
+def build_tiny_clap(out_dir: Path, *, seed: int = 0, st_dir: Path | None = None) -> Path:
     """Write a ``ClapModel`` + ``ClapProcessor`` to ``out_dir`` (and, optionally, the same model
     in sentence-transformers format to ``st_dir``). Deterministic for a given seed."""
     import torch
@@ -112,9 +112,9 @@ def main() -> None:
     p.add_argument("--remote-code", type=Path, metavar="RC_DIR", help="also write the tiny remote-code (VoiceCLAP-shaped) model")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args()
-    build_tiny_clap(args.out_dir, args.seed, args.sentence_transformers)
+    build_tiny_clap(args.out_dir, seed=args.seed, st_dir=args.sentence_transformers)
     if args.remote_code:
-        build_tiny_voiceclap(args.remote_code, args.seed)
+        build_tiny_voiceclap(args.remote_code, seed=args.seed)
     print(f"tiny CLAP checkpoint in {args.out_dir}" + (f" and {args.sentence_transformers}" if args.sentence_transformers else "")
           + (f"; tiny remote-code model in {args.remote_code}" if args.remote_code else ""))
 
