@@ -17,13 +17,13 @@ STARTED = time.perf_counter()  # noqa: E402 - before the imports, for --timings
 import argparse  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-from emolia_bench.cli import Phases, run  # noqa: E402
+from emolia_bench.cli import ArgumentParser, Phases, run  # noqa: E402
 from emolia_bench.defaults import BOOTSTRAP_DRAWS, BOOTSTRAP_SEED, MIN_ITEMS, SUBSET_NAMES  # noqa: E402
 
 
 def arguments() -> argparse.ArgumentParser:
     """The script's options (its --help; the README's table is checked against them)."""
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = ArgumentParser(__doc__, prog=Path(__file__).name)
     parser.add_argument("--annotations-root", type=Path, default=Path("annotations"),
                         help="folder with one anonymized export folder per subset (default: annotations)")
     parser.add_argument("--output-root", type=Path, default=Path("analysis_outputs"),

@@ -14,13 +14,13 @@ with exit code 2.
 import argparse
 from pathlib import Path
 
-from emolia_bench.cli import run
+from emolia_bench.cli import ArgumentParser, run
 from emolia_bench.defaults import SUBSET_NAMES
 
 
 def arguments() -> argparse.ArgumentParser:
     """The script's options (its --help; the README's table is checked against them)."""
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = ArgumentParser(__doc__, prog=Path(__file__).name)
     parser.add_argument("--raw-root", type=Path, default=Path("annotations_raw"),
                         help="folder with one raw export folder per subset (default: annotations_raw)")
     parser.add_argument("--out-root", type=Path, default=Path("annotations"),

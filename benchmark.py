@@ -35,7 +35,7 @@ import argparse  # noqa: E402
 import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-from emolia_bench.cli import EXIT_PARTIAL, Phases, run  # noqa: E402
+from emolia_bench.cli import EXIT_PARTIAL, ArgumentParser, Phases, run  # noqa: E402
 from emolia_bench.defaults import BOOTSTRAP_DRAWS as METRIC_DRAWS  # noqa: E402
 from emolia_bench.defaults import BOOTSTRAP_SEED as METRIC_SEED  # noqa: E402
 from emolia_bench.defaults import (  # noqa: E402
@@ -51,7 +51,7 @@ from emolia_bench.presets import PRESETS, add_loading_options  # noqa: E402
 
 def arguments() -> argparse.ArgumentParser:
     """The script's options (its --help; the README's table is checked against them)."""
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = ArgumentParser(__doc__, prog=Path(__file__).name)
     p.add_argument("--subset", default="both", choices=[*SUBSET_NAMES, "both"], help="subset to score (default: both = every subset analysis.py wrote labels for)")
     p.add_argument("--analysis-root", type=Path, default=Path("analysis_outputs"),
                    help="where analysis.py wrote its outputs (default: analysis_outputs)")
@@ -129,6 +129,10 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--cv-folds must be at least 2")
     if args.max_retries < 0 or args.give_up_after <= 0:
         p.error("--max-retries must be >= 0 and --give-up-after > 0")
+    if args.clap_max_seconds is not None and not 0 < args.clap_max_seconds < float("inf"):
+        p.error("--clap-max-seconds must be a positive number of seconds")
+    if args.clap_audio_batch_size < 1 or args.clap_text_batch_size < 1:
+        p.error("--clap-audio-batch-size and --clap-text-batch-size must be at least 1")
 
     from tqdm import tqdm
 

@@ -17,12 +17,13 @@ import socket
 import sys
 from pathlib import Path
 
+from emolia_bench.cli import ArgumentParser
 from emolia_bench.presets import PRESETS, add_loading_options, resolve_model
 
 
 def arguments() -> argparse.ArgumentParser:
     """The script's options (its --help; the README's table is checked against them)."""
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = ArgumentParser(__doc__, prog=Path(__file__).name)
     p.add_argument("--model", required=True, metavar="PRESET_OR_PATH_OR_ID",
                    help=f"a preset ({', '.join(PRESETS)}), or a transformers ClapModel checkpoint, a checkpoint with its "
                         "own modelling code, or a sentence-transformers audio-text model")

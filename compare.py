@@ -14,13 +14,13 @@ comparison.png. Deterministic for a given --seed.
 import argparse
 from pathlib import Path
 
-from emolia_bench.cli import run
+from emolia_bench.cli import ArgumentParser, run
 from emolia_bench.defaults import BOOTSTRAP_DRAWS, BOOTSTRAP_SEED
 
 
 def arguments() -> argparse.ArgumentParser:
     """The script's options (its --help; the README's table is checked against them)."""
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = ArgumentParser(__doc__, prog=Path(__file__).name)
     p.add_argument("runs", nargs="+", type=Path, help="benchmark output folders (two or more)")
     p.add_argument("--names", nargs="+", help="display names, one per run (default: the folder names)")
     p.add_argument("--output-dir", type=Path, default=Path("comparison_outputs"),

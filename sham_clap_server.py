@@ -15,12 +15,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from emolia_bench.cli import run
+from emolia_bench.cli import ArgumentParser, run
 
 
 def arguments() -> argparse.ArgumentParser:
     """The script's options (its --help; the README's table is checked against them)."""
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = ArgumentParser(__doc__, prog=Path(__file__).name)
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
     p.add_argument("--port", type=int, default=8765, help="port (default: 8765; 0 picks a free one)")
     p.add_argument("--max-body-mb", type=float, default=64.0, help="largest request body accepted (default: 64 MB)")

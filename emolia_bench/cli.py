@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import signal
 import sys
 import time
@@ -13,6 +14,18 @@ from .errors import InputError
 EXIT_OK = 0
 EXIT_PARTIAL = 1  # benchmark: outputs written, but some rows could not be scored
 EXIT_BAD_INPUT = 2
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse as every script uses it: a refused option is one line on stderr and exit 2 (the
+    usage block stays in --help)."""
+
+    def __init__(self, description: str | None = None, **kwargs):
+        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        super().__init__(description=description, **kwargs)
+
+    def error(self, message: str):
+        self.exit(EXIT_BAD_INPUT, f"error: {message} (see {self.prog} --help)\n")
 
 
 def invoke(main: Callable[..., int | None], argv: list[str] | None = None) -> int:

@@ -290,6 +290,11 @@ def load_labels(path: Path, subset: Subset) -> pd.DataFrame:
     check_pattern(path, df, "n_raters", r"[1-9]\d*", "a positive integer")
     for col, allowed in subset.categories.items():
         check_values(path, df, col, allowed)
+    dup = df.duplicated(list(subset.item_key), keep="first")
+    if dup.any():  # an item is one row: a second one would be scored twice
+        i = int(np.flatnonzero(dup.to_numpy())[0])
+        raise InputError(path, f"item {tuple(df.loc[i, list(subset.item_key)])} appears twice; expected one row per "
+                               "item (re-run analysis.py)", row=i + 1, column=subset.item_key[0])
     out = df.copy()
     out["majority_present"] = out["majority_present"].astype(np.int64)
     out["n_raters"] = out["n_raters"].astype(np.int64)

@@ -32,8 +32,17 @@ from .scorers import ScoreResult
 
 
 def template_fields(template: str) -> set[str]:
-    """The field names of a format string; ValueError when its braces are malformed."""
-    return {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
+    """The field names of a format string; ValueError when its braces are malformed or a field
+    carries a format spec or a conversion (``{emotion:d}``, ``{emotion!r}``): a field is
+    replaced by its text, nothing else."""
+    names = set()
+    for _, name, spec, conversion in string.Formatter().parse(template):
+        if name is None:
+            continue
+        if spec or conversion:
+            raise ValueError(f"field {{{name}}} has a format spec or conversion; write it as {{{name}}} alone")
+        names.add(name)
+    return names
 
 
 def templates_by_subset(templates: list[str] | None, subsets) -> dict[str, list[str] | None]:

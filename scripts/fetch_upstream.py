@@ -23,7 +23,6 @@ checked, so the script prints the sha256 of every file it got, for you to pin.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import os
 import sys
@@ -32,7 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the package, also without an install
 
-from emolia_bench.cli import run  # noqa: E402
+from emolia_bench.cli import ArgumentParser, run  # noqa: E402
 from emolia_bench.errors import InputError  # noqa: E402
 
 DEFAULT_BASE_URL = "https://raw.githubusercontent.com/LAION-AI/emolia-bench"
@@ -95,7 +94,7 @@ def download(session, url: str, target: Path, timeout: float, progress) -> tuple
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = ArgumentParser(__doc__, prog=Path(__file__).name)
     parser.add_argument("--out", type=Path, default=Path("data/upstream"),
                         help="where the files are laid out (default: data/upstream, git-ignored)")
     parser.add_argument("--commit", default=PINNED_COMMIT,

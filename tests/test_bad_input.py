@@ -134,6 +134,14 @@ CASES = [
          output="benchmark_outputs"),
     Case("benchmark-bad-endpoint-url", "benchmark.py", "", lambda p: None, ("--endpoint",),
          args=("--endpoint", "ftp://example"), output="benchmark_outputs"),
+    Case("benchmark-duplicated-item", "benchmark.py", LABELS,
+         edit(LABELS, lambda b: b + b.split(b"\n")[1] + b"\n"), ("appears twice", "'file_name'"),
+         output="benchmark_outputs"),
+    *[Case(f"benchmark-template-{name}", "benchmark.py", "", lambda p: None, ("--prompt-template", "format spec"),
+           args=("--prompt-template", template), output="benchmark_outputs")
+      for name, template in (("spec", "{emotion:d}"), ("conversion", "{emotion!x}"), ("nested", "{emotion:{emotion}}"))],
+    *[Case(f"benchmark-clap-max-seconds-{v}", "benchmark.py", "", lambda p: None, ("--clap-max-seconds",),
+           args=("--clap-max-seconds", v), output="benchmark_outputs") for v in ("0", "-3", "inf")],
 ]
 
 
