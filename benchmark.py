@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from tqdm import tqdm
 
-    from emolia_bench.evaluation import EVALUATION_STEPS, evaluate, predictions_frame
+    from emolia_bench.evaluation import EVALUATION_STEPS, error_causes, evaluate, predictions_frame
     from emolia_bench.io import load_analysis_summary, load_labels, load_votes
     from emolia_bench.outputs import csv_bytes, json_bytes, write_outputs
     from emolia_bench.presets import resolve_model
@@ -241,10 +241,20 @@ def main(argv: list[str] | None = None) -> int:
               f"errors {s['evaluation_errors']} -> {args.output_dir / r.subset.name}")
     if (line := scorer.summary_line()) is not None:
         print(line)
+    code = 0
+    for r in results:  # what went wrong, said where the user looks, not only in predictions.csv
+        s = r.summary
+        if s["rows_total"] and not s["rows_evaluated_ok"]:
+            hint = f" (does --dataset-root {args.dataset_root} hold the clips?)" if s["missing_audio"] == s["rows_total"] else ""
+            print(f"{r.subset.name}: no row could be scored: {error_causes(r.predictions)}{hint}", file=sys.stderr)
+            code = EXIT_PARTIAL
+        elif s["evaluation_errors"]:
+            print(f"{r.subset.name}: {s['evaluation_errors']} row(s) could not be scored: {error_causes(r.predictions)}",
+                  file=sys.stderr)
     if failed:
         print(f"{failed} row(s) could not be scored; re-run the same command to retry only those", file=sys.stderr)
-        return EXIT_PARTIAL
-    return 0
+        code = EXIT_PARTIAL
+    return code
 
 
 if __name__ == "__main__":

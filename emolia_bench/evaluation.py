@@ -200,3 +200,13 @@ def cv_headlines(truth, sims, clips, prompts, threshold: float, k: int, *, cv_se
                      "thresholds": {"min": float(applied.min()), "median": float(np.median(applied)),
                                     "max": float(applied.max())}}
     return out
+
+
+def error_causes(predictions: pd.DataFrame, top: int = 3) -> str:
+    """The most frequent reasons rows were not scored, counted: ``"300 × audio_missing; 2 × HTTP
+    500 after 17 attempts"`` (and how many other reasons), or "" when every row was scored."""
+    counts = predictions.loc[~predictions["ok"], "error"].astype(str).value_counts()
+    if counts.empty:
+        return ""
+    shown = "; ".join(f"{n:,} × {cause}" for cause, n in counts.head(top).items())
+    return shown + (f"; {len(counts) - top} other reason(s) in predictions.csv" if len(counts) > top else "")

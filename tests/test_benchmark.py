@@ -170,3 +170,14 @@ def test_a_missing_analysis_summary_only_warns(worked):
     (worked / "analysis_outputs/emolia-emo/summary.json").unlink()
     r = run_script("benchmark.py", "--subset", "emolia-emo", cwd=worked)
     assert r.returncode == 0 and "not found; human reference numbers will be null" in r.stderr
+
+
+def test_a_run_that_scores_no_row_exits_1_and_says_why(worked, tmp_path):
+    # every clip missing (a wrong --dataset-root): outputs are written, the exit code is 1 and
+    # stderr counts the cause per subset, pointing at the option
+    r = run_script("benchmark.py", "--dataset-root", tmp_path / "nowhere", cwd=worked)
+    assert r.returncode == 1, r.stderr
+    emo_rows = len(pd.read_csv(worked / "analysis_outputs/emolia-emo/benchmark_labels.csv"))
+    assert f"emolia-emo: no row could be scored: {emo_rows} × audio_missing" in r.stderr
+    assert "does --dataset-root" in r.stderr and "Traceback" not in r.stderr
+    assert (worked / "benchmark_outputs/emolia-emo/predictions.csv").is_file()

@@ -237,6 +237,8 @@ def test_a_dead_endpoint_ends_the_run_after_give_up_after(demo, tmp_path):
     assert r.returncode == 1, r.stderr
     errors = pd.read_csv(tmp_path / "emolia-dim/predictions.csv", keep_default_na=False)["error"]
     assert errors.str.startswith("gave up: no successful answer for 1 s").sum() >= 20
+    # the cause is said on stderr, not only in predictions.csv
+    assert "emolia-dim: no row could be scored:" in r.stderr and "connection error" in r.stderr
     assert took < 20, took  # 1 s without progress, the back-off in flight, start-up
 
 
