@@ -15,6 +15,7 @@ import time
 STARTED = time.perf_counter()  # noqa: E402 - before the imports, for --timings
 
 import argparse  # noqa: E402
+import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 from emolia_bench.cli import ArgumentParser, Phases, run  # noqa: E402
@@ -51,6 +52,7 @@ def arguments() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = arguments()
+    command = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
     if args.bootstrap_draws < 1000:
         parser.error("--bootstrap-draws must be at least 1000")
@@ -66,6 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     from emolia_bench.reports import analysis_report, subset_section
     from emolia_bench.resampling import Bootstrap, default_threads
     from emolia_bench.subsets import subsets_to_run
+    from emolia_bench.summary import run_record
 
     phases = Phases(args.timings, STARTED)
     loaded = []
@@ -97,6 +100,9 @@ def main(argv: list[str] | None = None) -> int:
             outputs[f"{name}/incomplete_items.csv"] = csv_bytes(r.incomplete)
             outputs[f"{name}/raters.csv"] = csv_bytes(r.raters)
             outputs[f"{name}/votes.csv"] = csv_bytes(r.votes)
+            folder = args.annotations_root / name
+            r.summary["run"] = run_record("analysis.py", command, [folder / "annotations.csv", folder / "users.csv",
+                                                                   *([folder / "flags.csv"] if r.subset.has_flags else [])])
             outputs[f"{name}/summary.json"] = json_bytes(r.summary)
     if not args.no_figures:
         with phases("figures"):

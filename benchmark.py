@@ -122,6 +122,7 @@ def arguments() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     p = arguments()
+    command = sys.argv[1:] if argv is None else list(argv)
     args = p.parse_args(argv)
     if args.workers < 1 or args.timeout <= 0 or (args.limit is not None and args.limit < 0):
         p.error("--workers must be >= 1, --timeout > 0 and --limit >= 0")
@@ -150,6 +151,7 @@ def main(argv: list[str] | None = None) -> int:
         template_prompts,
     )
     from emolia_bench.subsets import subsets_to_run
+    from emolia_bench.summary import run_record
     from emolia_bench.templates import score_templates, templates_by_subset
 
     filters = Filters(min_raters=max(args.min_raters, 3 if args.require_3_raters else 1),
@@ -225,6 +227,12 @@ def main(argv: list[str] | None = None) -> int:
             outputs[f"{name}/predictions.csv"] = csv_bytes(r.predictions)
             for file, table in r.tables.items():
                 outputs[f"{name}/{file}"] = csv_bytes(table)
+            root = args.analysis_root / name
+            model = scorer.info() or {"mode": scorer.mode, "endpoint": scorer.endpoint,
+                                      "model_tag": getattr(scorer, "model_tag", None)}
+            r.summary["run"] = run_record("benchmark.py", command, [
+                root / "benchmark_labels.csv", root / "votes.csv", root / "summary.json",
+                *([args.dataset_root / r.subset.rubric_file] if r.subset.rubric_file else [])], model)
             outputs[f"{name}/summary.json"] = json_bytes(r.summary)
             outputs[f"{name}/report.md"] = benchmark_report(r, figures=links).encode()
     with phases("write"):

@@ -12,10 +12,11 @@ comparison.png. Deterministic for a given --seed.
 """
 
 import argparse
+import sys
 from pathlib import Path
 
 from emolia_bench.cli import ArgumentParser, run
-from emolia_bench.defaults import BOOTSTRAP_DRAWS, BOOTSTRAP_SEED
+from emolia_bench.defaults import BOOTSTRAP_DRAWS, BOOTSTRAP_SEED, SUBSET_NAMES
 
 
 def arguments() -> argparse.ArgumentParser:
@@ -45,6 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     from emolia_bench.outputs import csv_bytes, json_bytes, write_outputs
     from emolia_bench.reports import comparison_report
     from emolia_bench.resampling import Bootstrap, default_threads
+    from emolia_bench.summary import run_record
 
     bootstrap = Bootstrap(draws=args.bootstrap_draws, seed=args.seed, threads=default_threads())
     board, pairs = compare(args.runs, names, bootstrap=bootstrap)
@@ -54,7 +56,10 @@ def main(argv: list[str] | None = None) -> int:
         "comparison.json": json_bytes({"runs": dict(zip(names, map(str, args.runs), strict=True)),
                                        "bootstrap": {"seed": args.seed, "draws": args.bootstrap_draws, "unit": "clip"},
                                        "leaderboard": board.to_dict(orient="records"),
-                                       "pairwise": pairs.to_dict(orient="records")}),
+                                       "pairwise": pairs.to_dict(orient="records"),
+                                       "run": run_record("compare.py", sys.argv[1:] if argv is None else list(argv),
+                                                         [run / s / "predictions.csv" for run in args.runs
+                                                          for s in SUBSET_NAMES if (run / s).is_dir()])}),
     }
     figure = None
     if not args.no_figures:

@@ -96,3 +96,73 @@ class SliceRow:
         out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "ci95"}
         out["balanced_accuracy_ci_low"], out["balanced_accuracy_ci_high"] = self.ci95 if self.ci95 else (None, None)
         return out
+
+
+# ---------------------------------------------------------------------------------------------
+# what produced a summary.json: enough to reproduce it
+
+LIBRARIES = ("numpy", "pandas", "scipy", "matplotlib", "aiohttp", "torch", "transformers", "sentence-transformers")
+
+
+OUTPUT_OPTIONS = ("--output-root", "--output-dir")
+
+
+def run_record(script: str, argv: list[str], inputs: list, model: dict | None = None) -> dict:
+    """``summary.json["run"]``: the tool (package version, and the git commit of the checkout
+    when it is one), the command line (the output folder option left out: it changes no number,
+    and the same run written elsewhere writes the same bytes), the Python and key library
+    versions (null when a library is not installed), every input file's sha256 (null when
+    absent) and, for benchmark runs, the model (id, or endpoint and cache tag)."""
+    import hashlib
+    import platform
+    from importlib import metadata
+    from pathlib import Path
+
+    from . import __version__
+
+    def version(name: str) -> str | None:
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            return None
+
+    def sha256(path: Path) -> str | None:
+        if not path.is_file():
+            return None
+        digest = hashlib.sha256()
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+        return digest.hexdigest()
+
+    return {"tool": {"name": "emolia-bench", "version": __version__, "git_commit": git_commit()},
+            "command": [script, *_without_output(argv)], "python": platform.python_version(),
+            "libraries": {name: version(name) for name in LIBRARIES},
+            "inputs": {str(p): sha256(Path(p)) for p in inputs}, "model": model}
+
+
+def _without_output(argv: list[str]) -> list[str]:
+    out, skip = [], False
+    for arg in map(str, argv):
+        if skip:
+            skip = False
+        elif arg in OUTPUT_OPTIONS:
+            skip = True  # the option and its value
+        elif not arg.startswith(tuple(f"{o}=" for o in OUTPUT_OPTIONS)):
+            out.append(arg)
+    return out
+
+
+def git_commit() -> str | None:
+    """The commit of the checkout this package runs from, or None (an installed copy, no git)."""
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    if not (root / ".git").exists():
+        return None
+    try:
+        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None

@@ -73,10 +73,12 @@ def test_min_items_decides_which_figures_are_shown(tmp_path):
     assert json.loads((tmp_path / "emolia-emo/summary.json").read_text())["agreement_detail"]["min_items"] == 1
 
 
-def test_two_runs_write_identical_bytes(worked_outputs, tmp_path):
-    r = run_script("analysis.py", "--annotations-root", WORKED / "input" / "annotations", "--output-root", tmp_path)
+def test_two_runs_write_identical_bytes(worked_analysed, tmp_path):
+    # the command that made the shared fixture, run again into another folder: the same bytes
+    # (the run record leaves the output folder out)
+    r = run_script("analysis.py", "--output-root", tmp_path, cwd=worked_analysed)
     assert r.returncode == 0
-    assert snapshot(tmp_path) == snapshot(worked_outputs)
+    assert snapshot(tmp_path) == snapshot(worked_analysed / "analysis_outputs")
 
 
 def test_degenerate_panel_gives_nulls_not_crashes(tmp_path):
@@ -160,7 +162,8 @@ def test_a_root_with_one_subset_runs_that_subset_by_default(tmp_path):
     assert sorted(p.name for p in (tmp_path / "an").iterdir()) == ["emolia-dim", "report.md"]
     r = run_script("benchmark.py", "--analysis-root", tmp_path / "an", "--dataset-root", tmp_path / "nodata",
                    "--output-dir", tmp_path / "bench", "--no-figures", "--limit", "5")
-    assert r.returncode == 0, r.stderr  # clips absent: audio_missing rows, not a failure
+    # clips absent: written as audio_missing rows, and since no row could be scored, exit 1 with the cause
+    assert r.returncode == 1 and "emolia-dim: no row could be scored: 5 × audio_missing" in r.stderr, r.stderr
     assert sorted(p.name for p in (tmp_path / "bench").iterdir()) == ["emolia-dim"]
     # a subset named explicitly must be there
     r = run_script("analysis.py", "--annotations-root", REAL / "emolia-dim" / "annotations", "--output-root",

@@ -3,7 +3,9 @@ selection, missing audio and refusals."""
 
 import json
 import shutil
+from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -114,9 +116,11 @@ def test_missing_labels_file(worked):
 
 
 def test_outputs_are_deterministic(worked, tmp_path):
+    # the same command twice: the same bytes (the run record names the command, so it is the same)
     run_script("benchmark.py", "--output-dir", tmp_path / "a", cwd=worked)
-    run_script("benchmark.py", "--output-dir", tmp_path / "b", cwd=worked)
-    assert snapshot(tmp_path / "a") == snapshot(tmp_path / "b")
+    first = snapshot(tmp_path / "a")
+    run_script("benchmark.py", "--output-dir", tmp_path / "a", cwd=worked)
+    assert snapshot(tmp_path / "a") == first
     text = (tmp_path / "a/emolia-dim/summary.json").read_text()
     assert "NaN" not in text and "Infinity" not in text
 
@@ -181,3 +185,18 @@ def test_a_run_that_scores_no_row_exits_1_and_says_why(worked, tmp_path):
     assert f"emolia-emo: no row could be scored: {emo_rows} × audio_missing" in r.stderr
     assert "does --dataset-root" in r.stderr and "Traceback" not in r.stderr
     assert (worked / "benchmark_outputs/emolia-emo/predictions.csv").is_file()
+
+
+def test_every_summary_records_what_produced_it(worked):
+    import hashlib
+
+    r = run_script("benchmark.py", "--subset", "emolia-emo", cwd=worked)
+    assert r.returncode == 0, r.stderr
+    run = json.loads((worked / "benchmark_outputs/emolia-emo/summary.json").read_text())["run"]
+    assert run["command"] == ["benchmark.py", "--subset", "emolia-emo", "--no-figures", "--bootstrap-draws", "200"]
+    labels = Path("analysis_outputs/emolia-emo/benchmark_labels.csv")
+    assert run["inputs"][str(labels)] == hashlib.sha256((worked / labels).read_bytes()).hexdigest()
+    assert run["tool"]["version"] and run["libraries"]["numpy"] == np.__version__
+    assert run["model"] == {"mode": "sham_hash", "endpoint": None, "model_tag": None}
+    analysis = json.loads((worked / "analysis_outputs/emolia-emo/summary.json").read_text())["run"]
+    assert analysis["command"][0] == "analysis.py" and len(analysis["inputs"]) == 2  # annotations, users
