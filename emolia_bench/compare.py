@@ -70,6 +70,11 @@ def load_run(folder: Path, name: str, subset: Subset) -> Run | None:
         i = int(np.flatnonzero(bad.to_numpy())[0])
         raise InputError(path, f"unexpected value {df['similarity'].iloc[i]!r}; expected a finite number on a row "
                                "scored ok", row=i + 1, column="similarity")
+    dup = df.duplicated(list(subset.item_key))
+    if dup.any():  # a row counted twice would weigh twice in every test
+        i = int(np.flatnonzero(dup.to_numpy())[0])
+        raise InputError(path, f"item {tuple(df.loc[i, list(subset.item_key)])} appears twice; expected one row per "
+                               "item, as benchmark.py writes it", row=i + 1, column=subset.item_key[0])
     out = df[list(subset.item_key)].copy()
     out["majority_present"] = df["majority_present"].astype(int)
     out["ok"] = df["ok"] == "True"
@@ -94,11 +99,20 @@ def check_comparable(runs: list[Run]) -> None:
             raise InputError(r.folder / r.subset.name / "predictions.csv",
                              f"row set differs from {first.name}'s ({len(rows - ref)} rows only here, "
                              f"{len(ref - rows)} only there); runs must score the same rows to be compared")
+        both = first.predictions[[*key, "majority_present"]].merge(r.predictions[[*key, "majority_present"]], on=key)
+        differs = both["majority_present_x"] != both["majority_present_y"]
+        if differs.any():  # B scored against other labels: a comparison on A's labels would mislead
+            at = both.loc[differs, key].iloc[0]
+            raise InputError(r.folder / r.subset.name / "predictions.csv",
+                             f"majority_present differs from {first.name}'s on {int(differs.sum())} rows (first: item "
+                             f"{tuple(at)}); runs must be scored against the same labels (the same analysis run)",
+                             column="majority_present")
 
 
 def paired_test(a: Run, b: Run, *, bootstrap: Bootstrap) -> dict:
     key = list(a.subset.item_key)
     m = a.predictions.merge(b.predictions[[*key, "pred_present", "ok"]], on=key, suffixes=("_a", "_b"))
+    m = m.sort_values(key, kind="stable").reset_index(drop=True)  # the rows' order in the files changes nothing
     m = m[m["ok_a"] & m["ok_b"]]
     t = m["majority_present"].to_numpy()
     pa, pb = m["pred_present_a"].to_numpy(), m["pred_present_b"].to_numpy()

@@ -152,3 +152,32 @@ def test_a_summary_that_is_not_a_json_object_is_refused(project, tmp_path, conte
     r = run_script("compare.py", "runs/a", "runs/bad_summary", "--output-dir", tmp_path / "out", cwd=project)
     assert r.returncode == 2 and "summary.json" in r.stderr and "Traceback" not in r.stderr, r.stderr
     assert ("not an object" if content.startswith("[") else "not valid JSON") in r.stderr
+
+
+def test_runs_scored_against_other_labels_or_with_duplicated_rows_are_refused(project, tmp_path):
+    other = copy_run(project, "a", "other_labels")
+    pred = pd.read_csv(other / "emolia-emo/predictions.csv", keep_default_na=False, dtype=str)
+    pred.loc[2, "majority_present"] = "1" if pred.loc[2, "majority_present"] == "0" else "0"
+    pred.to_csv(other / "emolia-emo/predictions.csv", index=False)
+    r = run_script("compare.py", "runs/a", "runs/other_labels", "--output-dir", tmp_path / "out", cwd=project)
+    assert r.returncode == 2 and "majority_present differs from a's on 1 rows" in r.stderr, r.stderr
+    dup = copy_run(project, "a", "dup")
+    pred = pd.read_csv(dup / "emolia-emo/predictions.csv", keep_default_na=False, dtype=str)
+    pd.concat([pred, pred.iloc[[0]]]).to_csv(dup / "emolia-emo/predictions.csv", index=False)
+    r = run_script("compare.py", "runs/a", "runs/dup", "--output-dir", tmp_path / "out", cwd=project)
+    assert r.returncode == 2 and "appears twice" in r.stderr and f"row {len(pred) + 1}" in r.stderr, r.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_order_of_rows_changes_nothing(project, tmp_path):
+    # the same predictions, rows reversed: every comparison figure is the same, to the last bit
+    flipped = copy_run(project, "a", "b_sorted")
+    pred = pd.read_csv(flipped / "emolia-emo/predictions.csv", keep_default_na=False, dtype=str)
+    pred["pred_present"] = pred["pred_present"].map({"0": "1", "1": "0", "": ""})
+    pred.to_csv(flipped / "emolia-emo/predictions.csv", index=False)
+    shuffled = copy_run(project, "b_sorted", "b_shuffled")
+    pred.iloc[::-1].to_csv(shuffled / "emolia-emo/predictions.csv", index=False)
+    for name in ("b_sorted", "b_shuffled"):
+        assert run_script("compare.py", "runs/a", f"runs/{name}", "--names", "a", "b", "--output-dir",
+                          tmp_path / name, cwd=project).returncode == 0
+    assert (tmp_path / "b_sorted/pairwise.csv").read_bytes() == (tmp_path / "b_shuffled/pairwise.csv").read_bytes()
