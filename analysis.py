@@ -29,7 +29,7 @@ def arguments() -> argparse.ArgumentParser:
                         help="folder with one anonymized export folder per subset (default: annotations)")
     parser.add_argument("--output-root", type=Path, default=Path("analysis_outputs"),
                         help="where results are written (default: analysis_outputs)")
-    parser.add_argument("--subsets", nargs="+", default=["both"], choices=[*SUBSET_NAMES, "both"],
+    parser.add_argument("--subsets", "--subset", nargs="+", default=["both"], choices=[*SUBSET_NAMES, "both"],
                         help="subsets to analyse (default: both = every subset whose folder holds an annotations.csv; "
                              "a subset named explicitly must be there)")
     parser.add_argument("--bootstrap-draws", type=int, default=BOOTSTRAP_DRAWS,

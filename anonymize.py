@@ -25,7 +25,7 @@ def arguments() -> argparse.ArgumentParser:
                         help="folder with one raw export folder per subset (default: annotations_raw)")
     parser.add_argument("--out-root", type=Path, default=Path("annotations"),
                         help="where the anonymized folders are written (default: annotations)")
-    parser.add_argument("--subsets", nargs="+", default=["both"], choices=[*SUBSET_NAMES, "both"],
+    parser.add_argument("--subsets", "--subset", nargs="+", default=["both"], choices=[*SUBSET_NAMES, "both"],
                         help="subsets to process (default: both = every subset folder under --raw-root)")
     return parser
 

@@ -52,7 +52,8 @@ from emolia_bench.presets import PRESETS, add_loading_options  # noqa: E402
 def arguments() -> argparse.ArgumentParser:
     """The script's options (its --help; the README's table is checked against them)."""
     p = ArgumentParser(__doc__, prog=Path(__file__).name)
-    p.add_argument("--subset", default="both", choices=[*SUBSET_NAMES, "both"], help="subset to score (default: both = every subset analysis.py wrote labels for)")
+    p.add_argument("--subset", "--subsets", nargs="+", default=["both"], choices=[*SUBSET_NAMES, "both"],
+                   help="subsets to score (default: both = every subset analysis.py wrote labels for)")
     p.add_argument("--analysis-root", type=Path, default=Path("analysis_outputs"),
                    help="where analysis.py wrote its outputs (default: analysis_outputs)")
     p.add_argument("--dataset-root", type=Path, default=Path("dataset"),

@@ -95,3 +95,12 @@ def test_scripts_offer_exactly_the_described_subsets():
     for script in ("anonymize.py", "analysis.py", "benchmark.py"):
         out = run_script(script, "--help").stdout
         assert "{" + ",".join([*SUBSETS, "both"]) + "}" in out, script
+
+
+@pytest.mark.parametrize("script", ["anonymize.py", "analysis.py", "benchmark.py"])
+def test_every_stage_takes_subset_and_subsets(script):
+    from .conftest import script_module
+
+    parser = script_module(script).arguments()
+    for spelling in ("--subset", "--subsets"):
+        assert parser.parse_args([spelling, "emolia-dim"]).__dict__[parser._option_string_actions[spelling].dest] == ["emolia-dim"]
