@@ -101,7 +101,8 @@ def arguments() -> argparse.ArgumentParser:
     c.add_argument("--clap-max-seconds", type=float,
                    help="use the first N seconds of each clip (deterministic; default: the preset's 30, else 10)")
     f = p.add_argument_group("row selection")
-    f.add_argument("--limit", type=int, help="score only the first N rows after filters")
+    f.add_argument("--limit", type=int, help="score a random sample of N rows after the filters, drawn clip by clip "
+                                             "with --seed (recorded in summary.json and the report)")
     f.add_argument("--min-raters", type=int, default=1, help="keep items with at least N raters (default: 1)")
     f.add_argument("--exclude-flagged", action="store_true", help="drop items an annotator flagged as broken (dim)")
     f.add_argument("--unanimous-only", action="store_true", help="keep items where all of >=2 raters agree")
@@ -149,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         Filters,
         apply_filters,
         build_rows,
+        limit_rows,
         template_prompts,
     )
     from emolia_bench.subsets import subsets_to_run
@@ -190,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
             human, min_items = load_analysis_summary(args.analysis_root / subset.name / "summary.json")
             kept, stats = apply_filters(labels, filters)
             if args.limit is not None:
-                kept = kept.head(args.limit)
+                kept, stats["limit"] = limit_rows(kept, args.limit, args.seed)
             rows = build_rows(kept, subset, args.dataset_root, (templates[subset.name] or [None])[0])
             plans.append((subset, rows, stats, votes, human, min_items))
 

@@ -55,6 +55,9 @@ def _stage(target: Path, data: bytes) -> str:
     """Write ``data`` to a fsynced temporary file beside ``target``; return its path."""
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
+        # mkstemp creates the file 0600; an output gets the permissions any new file of the user
+        # gets (0666 less the umask), as a plain open() would have given it
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
@@ -63,6 +66,13 @@ def _stage(target: Path, data: bytes) -> str:
         _discard(tmp)
         raise
     return tmp
+
+
+def _umask() -> int:
+    """The process's umask (reading it means setting it: set back at once)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def _discard(tmp: str) -> None:

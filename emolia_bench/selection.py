@@ -5,11 +5,27 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from .io import InputError, load_rubric
 from .paths import clip_problems
 from .subsets import Subset
+
+
+def limit_rows(kept: pd.DataFrame, limit: int, seed: int) -> tuple[pd.DataFrame, dict]:
+    """A seeded random sample of ``limit`` rows (``--limit``), clip by clip: the distinct clips
+    (file names, sorted) are put in a random order drawn from ``seed``, their rows are taken in
+    that order until ``limit`` rows, and the sample keeps the labels' order. Not the first rows:
+    labels are sorted by task type and slice, so a head would hold one kind of item only.
+    Returns the rows and the record of how they were drawn."""
+    record = {"rows": int(limit), "seed": int(seed), "unit": "clip (file_name)", "of": int(len(kept))}
+    if limit >= len(kept):
+        return kept, record
+    files = np.sort(kept["file_name"].unique())
+    position = pd.Series(np.random.default_rng(seed).permutation(len(files)), index=files)
+    order = kept["file_name"].map(position).sort_values(kind="stable").index
+    return kept.loc[np.sort(order[:limit])].reset_index(drop=True), record
 
 
 @dataclass(frozen=True)

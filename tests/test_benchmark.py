@@ -200,3 +200,27 @@ def test_every_summary_records_what_produced_it(worked):
     assert run["model"] == {"mode": "sham_hash", "endpoint": None, "model_tag": None}
     analysis = json.loads((worked / "analysis_outputs/emolia-emo/summary.json").read_text())["run"]
     assert analysis["command"][0] == "analysis.py" and len(analysis["inputs"]) == 2  # annotations, users
+
+
+def test_limit_draws_a_seeded_sample_of_clips_not_the_first_rows(worked, tmp_path):
+    # 5 of the emo labels, drawn clip by clip with the seed: the same seed the same rows, another
+    # seed (very likely) others; recorded in summary.json and said in the report
+    labels = pd.read_csv(worked / "analysis_outputs/emolia-emo/benchmark_labels.csv", keep_default_na=False)
+    runs = {}
+    for seed in ("1", "1", "2"):
+        out = tmp_path / f"s{seed}_{len(runs)}"
+        r = run_script("benchmark.py", "--subset", "emolia-emo", "--limit", "5", "--seed", seed, "--output-dir", out,
+                       cwd=worked)
+        assert r.returncode == 0, r.stderr
+        runs[out] = pd.read_csv(out / "emolia-emo/predictions.csv", keep_default_na=False)
+    (a, pa), (b, pb), (c, pc) = runs.items()
+    assert len(pa) == 5 and pa.equals(pb)
+    assert not pa[["file_name", "queried_emotion"]].equals(pc[["file_name", "queried_emotion"]])
+    # the draw, by hand: files sorted, permuted with the seed, rows taken in that order
+    files = np.sort(labels["file_name"].unique())
+    position = dict(zip(files, np.random.default_rng(1).permutation(len(files)), strict=True))
+    want = labels.assign(p=labels["file_name"].map(position)).sort_values("p", kind="stable").head(5).sort_index()
+    assert list(pa["file_name"]) == list(want["file_name"]) and list(pa["queried_emotion"]) == list(want["queried_emotion"])
+    s = json.loads((a / "emolia-emo/summary.json").read_text())
+    assert s["filter_stats"]["limit"] == {"rows": 5, "seed": 1, "unit": "clip (file_name)", "of": len(labels)}
+    assert "a random sample of 5 rows" in (a / "emolia-emo/report.md").read_text()

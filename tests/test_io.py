@@ -1,5 +1,7 @@
 """Loaders refuse bad input with one message naming file, row and column (README: “Failure behaviour”)."""
 
+import os
+import stat
 from pathlib import Path
 
 import pandas as pd
@@ -240,3 +242,14 @@ def test_concurrent_writers_never_mix_their_sets(tmp_path):
         assert proc.wait(timeout=120) == 0, proc.stderr.read()
     contents = {p.read_bytes()[:1] for p in root.iterdir()}
     assert len(contents) == 1 and len(list(root.iterdir())) == 30
+
+
+def test_outputs_keep_the_users_umask(tmp_path):
+    # a plain open() under umask 027 makes 0640 files; the staged-and-renamed outputs must too
+    old = os.umask(0o027)
+    try:
+        write_outputs(tmp_path / "out", {"a/x.csv": b"x", "y.json": b"{}"})
+    finally:
+        os.umask(old)
+    for rel in ("a/x.csv", "y.json"):
+        assert stat.S_IMODE((tmp_path / "out" / rel).stat().st_mode) == 0o640, rel
