@@ -171,7 +171,8 @@ def main(argv: list[str] | None = None) -> int:
         scorer = get_scorer("clap", model=choice.model, device=args.clap_device, dtype=args.clap_dtype,
                             audio_batch_size=args.clap_audio_batch_size, text_batch_size=args.clap_text_batch_size,
                             max_seconds=choice.max_seconds, cache_dir=args.cache_dir, fresh=args.fresh,
-                            backend=choice.backend, similarity=args.similarity, trust_remote_code=choice.trust_remote_code)
+                            backend=choice.backend, similarity=args.similarity, trust_remote_code=choice.trust_remote_code,
+                            flag="--model" if args.model is not None else "--clap-model")
     elif args.endpoint:
         scorer = get_scorer("endpoint", endpoints=args.endpoint, timeout=args.timeout, workers=args.workers,
                             max_retries=args.max_retries, give_up_after=args.give_up_after,

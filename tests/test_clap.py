@@ -127,6 +127,20 @@ def test_missing_dependency_and_bad_checkpoint_are_clean_errors(tmp_path):
         assert r.returncode == 2 and "Traceback" not in r.stderr and r.stderr.startswith("error:"), r.stderr
 
 
+def test_model_errors_name_the_option_given_and_say_what_is_wrong(tmp_path):
+    # a folder that does not exist is "folder not found", not a hub-id complaint, under the flag
+    # the user typed (benchmark.py --clap-model, clap_server.py --model)
+    r = run_script("benchmark.py", "--clap-model", tmp_path / "nope")
+    assert r.returncode == 2 and r.stderr.strip() == f"error: --clap-model: {tmp_path / 'nope'}: folder not found"
+    r = run_script("clap_server.py", "--model", "./no/such/ckpt")
+    assert r.returncode == 2 and r.stderr.strip() == "error: --model: ./no/such/ckpt: folder not found"
+    # a missing library: the install command for this project's environment, PyTorch from its own index
+    with pytest.raises(InputError, match="uv sync --extra clap.*download.pytorch.org/whl/cpu"):
+        require("no_such_module_for_emolia")
+    with pytest.raises(InputError, match='uv pip install "sentence-transformers>=6"'):
+        require("sentence_transformers.no_such_part")
+
+
 @pytest.mark.skipif(not HAS_ST, reason="sentence-transformers not installed")
 def test_sentence_transformers_backend_scores_like_the_transformers_backend(tiny, rows, tmp_path):
     st_scorer, st = score(tiny["st"], rows, tmp_path / "st")

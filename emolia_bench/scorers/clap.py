@@ -46,8 +46,11 @@ from pathlib import Path
 from ..paths import ClipRefused, read_clip
 from . import Scorer, ScoreResult
 
-INSTALL_HINT = ("the in-process CLAP backend needs the 'clap' extra and PyTorch: "
-                "uv sync --extra clap, then install a torch build for your machine (pip install torch)")
+INSTALL_HINT = ("the in-process CLAP backend needs the 'clap' extra and PyTorch in this project's environment: "
+                "uv sync --extra clap, then PyTorch from its own index — CPU: uv pip install torch --index-url "
+                "https://download.pytorch.org/whl/cpu; CUDA 12.6: uv pip install torch --index-url "
+                "https://download.pytorch.org/whl/cu126")
+ST_HINT = "this model needs sentence-transformers in this project's environment: uv pip install \"sentence-transformers>=6\""
 BACKENDS = ("auto", "transformers", "sentence-transformers", "remote-code")
 SIMILARITIES = ("cosine", "logit")
 
@@ -61,7 +64,8 @@ def require(*modules: str):
     except ImportError as e:
         from ..errors import InputError
 
-        raise InputError("--clap-model", f"{INSTALL_HINT} (missing: {e.name})") from None
+        hint = ST_HINT if (e.name or "").startswith("sentence_transformers") else INSTALL_HINT
+        raise InputError("--clap-model", f"{hint} (missing: {e.name})") from None
 
 
 def device_and_dtype(torch, device: str, dtype: str):
@@ -342,20 +346,29 @@ EMBEDDERS = {"transformers": ClapEmbedder, "sentence-transformers": SentenceTran
              "remote-code": RemoteCodeEmbedder}
 
 
+def looks_like_a_path(model: str) -> bool:
+    """A local folder rather than a hub id (``org/name``): starts with ``.``, ``/`` or ``~``, or
+    has more than one ``/`` or a backslash."""
+    return model.startswith((".", "/", "~")) or model.count("/") > 1 or "\\" in model
+
+
 def load_embedder(model: str, backend: str = "auto", device: str = "auto", dtype: str = "float32",
-                  max_seconds: float = 10.0, trust_remote_code: bool = False):
-    """Load a checkpoint with the chosen backend; a checkpoint that cannot be loaded, or whose
-    own code is not trusted, is bad input."""
+                  max_seconds: float = 10.0, trust_remote_code: bool = False, flag: str = "--clap-model"):
+    """Load a checkpoint with the chosen backend; a checkpoint that cannot be loaded, a folder
+    that does not exist, or one whose own code is not trusted is bad input, named by ``flag``
+    (the option the user gave it with)."""
     from ..errors import InputError
 
+    if looks_like_a_path(model) and not Path(model).expanduser().exists():
+        raise InputError(flag, f"{model}: folder not found")
     kind = resolve_backend(model, backend)
     try:
         return EMBEDDERS[kind](model, device, dtype, max_seconds, trust_remote_code)
-    except InputError:
-        raise
+    except InputError as e:
+        raise InputError(flag, e.message, e.row, e.column) from None
     except Exception as e:  # noqa: BLE001 - whatever a loader raises (a bad path, no CUDA…) is one clean error
-        raise InputError("--clap-model", f"cannot load {model!r} with the {kind} backend "
-                                         f"({type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''})") from None
+        raise InputError(flag, f"cannot load {model!r} with the {kind} backend "
+                               f"({type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''})") from None
 
 
 class ClapScorer(Scorer):
@@ -363,11 +376,16 @@ class ClapScorer(Scorer):
 
     def __init__(self, model: str, device: str = "auto", dtype: str = "float32", audio_batch_size: int = 8,
                  text_batch_size: int = 64, max_seconds: float = 10.0, cache_dir: Path | None = None,
-                 fresh: bool = False, backend: str = "auto", similarity: str = "cosine", trust_remote_code: bool = False):
-        self.model_id, self.device, self.dtype = model, device, dtype
+                 fresh: bool = False, backend: str = "auto", similarity: str = "cosine", trust_remote_code: bool = False,
+                 flag: str = "--clap-model"):
+        from ..errors import InputError
+
+        if looks_like_a_path(model) and not Path(model).expanduser().exists():
+            raise InputError(flag, f"{model}: folder not found")
+        self.model_id, self.device, self.dtype, self.flag = model, device, dtype, flag
         self.backend = resolve_backend(model, backend)
         if self.backend == "remote-code" and not trust_remote_code:  # refused before any work
-            raise untrusted(model)
+            raise InputError(flag, untrusted(model).message)
         if similarity not in SIMILARITIES:
             raise ValueError(f"unknown similarity {similarity!r}")
         self.similarity, self.trust_remote_code = similarity, trust_remote_code
@@ -391,7 +409,7 @@ class ClapScorer(Scorer):
     def _embedder(self):
         if self.embedder is None:
             self.embedder = load_embedder(self.model_id, self.backend, self.device, self.dtype, self.max_seconds,
-                                          self.trust_remote_code)
+                                          self.trust_remote_code, flag=self.flag)
         return self.embedder
 
     def score(self, rows, dataset_root, progress=None) -> ScoreResult:
