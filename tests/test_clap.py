@@ -201,3 +201,29 @@ def test_demo_scored_in_process_and_through_clap_server_gives_identical_scores(t
         assert len(a) == len(b) > 100 and a["ok"].all() and b["ok"].all()
         np.testing.assert_allclose(a["similarity"], b["similarity"], atol=1e-5, rtol=0)
         assert (a["pred_present"] == b["pred_present"]).mean() > 0.99  # only ties at the threshold may differ
+
+
+def test_a_hub_that_never_answers_is_bad_input_in_seconds(monkeypatch, tmp_path):
+    # a socket that accepts and never answers, as the hub: without a bound the hub library
+    # retries for minutes behind a progress bar at 0
+    import socket
+    import time
+
+    from emolia_bench.scorers import clap
+
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(64)
+        monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))  # nothing cached
+        start = time.monotonic()
+        with pytest.raises(InputError, match="--model: cannot reach the Hugging Face hub for 'someorg/somemodel' within 1 s"):
+            clap.check_hub("someorg/somemodel", "--model", timeout=1,
+                           endpoint=f"http://127.0.0.1:{silent.getsockname()[1]}")
+        assert time.monotonic() - start < 10
+    # load_embedder asks the hub first for a hub id, under the flag the user gave
+    asked = []
+    monkeypatch.setattr(clap, "check_hub", lambda model, flag: asked.append((model, flag)) or (_ for _ in ()).throw(
+        InputError(flag, "stop here")))
+    with pytest.raises(InputError, match="--clap-model: stop here"):
+        load_embedder("someorg/somemodel")
+    assert asked == [("someorg/somemodel", "--clap-model")]

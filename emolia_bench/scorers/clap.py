@@ -352,6 +352,33 @@ def looks_like_a_path(model: str) -> bool:
     return model.startswith((".", "/", "~")) or model.count("/") > 1 or "\\" in model
 
 
+# Seconds the hub gets to answer before a run that needs it stops (the hub library would retry a
+# silent connection for minutes, showing a progress bar at 0)
+HUB_TIMEOUT = 10.0
+
+
+def check_hub(model: str, flag: str, timeout: float = HUB_TIMEOUT, endpoint: str | None = None) -> None:
+    """For a hub id: nothing when ``HF_HUB_OFFLINE`` is set (the hub library then reads its cache
+    alone) or the checkpoint is in the local cache; else one request with ``timeout``. A hub that
+    does not answer in time, or has no such model, is bad input named by ``flag``."""
+    from huggingface_hub import HfApi, constants, try_to_load_from_cache
+    from huggingface_hub.errors import RepositoryNotFoundError
+
+    from ..errors import InputError
+
+    if constants.HF_HUB_OFFLINE or isinstance(try_to_load_from_cache(model, "config.json"), str):
+        return
+    try:
+        HfApi(endpoint=endpoint).model_info(model, timeout=timeout)
+    except RepositoryNotFoundError:
+        raise InputError(flag, f"no model {model!r} on the Hugging Face hub (or it is private: log in with "
+                               "`hf auth login`)") from None
+    except Exception as e:  # noqa: BLE001 - a timeout, a refused connection, an HTTP error: whatever the client raises
+        raise InputError(flag, f"cannot reach the Hugging Face hub for {model!r} within {timeout:g} s "
+                               f"({type(e).__name__}); check the network, pass a downloaded checkpoint's folder, or "
+                               "set HF_HUB_OFFLINE=1 to load from the local cache") from None
+
+
 def load_embedder(model: str, backend: str = "auto", device: str = "auto", dtype: str = "float32",
                   max_seconds: float = 10.0, trust_remote_code: bool = False, flag: str = "--clap-model"):
     """Load a checkpoint with the chosen backend; a checkpoint that cannot be loaded, a folder
@@ -361,6 +388,8 @@ def load_embedder(model: str, backend: str = "auto", device: str = "auto", dtype
 
     if looks_like_a_path(model) and not Path(model).expanduser().exists():
         raise InputError(flag, f"{model}: folder not found")
+    if not Path(model).expanduser().exists():
+        check_hub(model, flag)
     kind = resolve_backend(model, backend)
     try:
         return EMBEDDERS[kind](model, device, dtype, max_seconds, trust_remote_code)
