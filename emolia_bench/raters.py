@@ -24,10 +24,14 @@ import pandas as pd
 
 FAST_MS = 1000.0
 MIN_COMPARISONS = 30
+# a rater with fewer ratings is profiled but never pointed out, nor counted in the others' medians:
+# a share over a handful of votes says more about chance than about the rater
+MIN_RATINGS = 30
 FLAG_RULE = (
-    "a rater is pointed out when (a) their median reaction time is under 1 s or more than half of their "
-    "ratings take under 1 s; or (b) their share of present/yes votes differs by more than 0.20 from the "
-    "median of the other raters'; or (c) their agreement with the others' majority is more than 0.10 below "
+    f"a rater with at least {MIN_RATINGS} ratings is pointed out when (a) their median reaction time is under "
+    "1 s or more than half of their ratings take under 1 s; or (b) their share of present/yes votes differs by "
+    "more than 0.20 from the median of the other raters' (those with at least "
+    f"{MIN_RATINGS} ratings); or (c) their agreement with the others' majority is more than 0.10 below "
     f"the median of the other raters' (each with at least {MIN_COMPARISONS} comparisons)"
 )
 
@@ -80,6 +84,9 @@ def rater_profiles(clean: pd.DataFrame, votes: pd.DataFrame, raters: list[str],
 def flag(table: pd.DataFrame, i: int) -> tuple[bool, str]:
     """Whether rater ``i`` is far from the others by :data:`FLAG_RULE`, and why."""
     me, others = table.iloc[i], table.drop(index=table.index[i])
+    if me["items_rated"] < MIN_RATINGS:
+        return False, ""
+    others = others[others["items_rated"] >= MIN_RATINGS]
     reasons = []
     if me["median_reaction_time_ms"] is not None and (me["median_reaction_time_ms"] < FAST_MS or (me["share_under_1s"] or 0) > 0.5):
         reasons.append(f"fast: median {me['median_reaction_time_ms']:,.0f} ms, {100 * me['share_under_1s']:.0f} % of "

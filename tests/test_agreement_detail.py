@@ -191,7 +191,10 @@ def test_agreement_within_slices():
 # ---- rater profiles --------------------------------------------------------------------------
 
 
-def test_rater_profiles_by_hand():
+def test_rater_profiles_by_hand(monkeypatch):
+    from emolia_bench import raters
+
+    monkeypatch.setattr(raters, "MIN_RATINGS", 1)  # the rule itself, on a fixture of five votes a rater
     votes = votes_frame()
     rt = {0: [500, 800, 1200, 3000, 400], 1: [2000] * 4 + [2500], 2: [1500] * 5}
     clean = votes.copy()
@@ -214,6 +217,19 @@ def test_rater_profiles_by_hand():
     assert t["flagged"].tolist() == [True, True, True]
     assert "fast" in t.loc["a", "flag_reasons"] and "present share" not in t.loc["a", "flag_reasons"]
     assert "present share 0.40" in t.loc["b", "flag_reasons"] and "present share 0.80" in t.loc["c", "flag_reasons"]
+
+
+def test_a_rater_with_few_ratings_is_neither_pointed_out_nor_counted():
+    from emolia_bench.raters import MIN_RATINGS, flag
+
+    # A and B rate 100 items each (present shares 0.50 and 0.65); C rates 3, all "absent", fast.
+    # Counted, C would pull the others' median share for B to 0.25 (0.40 away: pointed out);
+    # not counted, B's only peer is A at 0.50 (0.15 away: not pointed out).
+    table = pd.DataFrame({"rater": ["A", "B", "C"], "items_rated": [100, 100, 3], "share_present": [0.5, 0.65, 0.0],
+                          "median_reaction_time_ms": [3000.0, 3000.0, 300.0], "share_under_1s": [0.0, 0.0, 1.0],
+                          "loo_comparisons": [0, 0, 0], "agreement_with_others_majority": [None, None, None]})
+    assert MIN_RATINGS == 30
+    assert [flag(table, i) for i in range(3)] == [(False, ""), (False, ""), (False, "")]
 
 
 def test_clip_durations_from_a_sidecar_or_unknown(tmp_path):
