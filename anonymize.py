@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = arguments()
     args = parser.parse_args(argv)
 
-    from emolia_bench.anonymize import MAP_FILE, anonymize_subset
+    from emolia_bench.anonymize import MAP_FILE, anonymize_subset, load_raw, raw_names
     from emolia_bench.outputs import csv_bytes, write_outputs
     from emolia_bench.subsets import subsets_to_run
 
@@ -46,7 +46,12 @@ def main(argv: list[str] | None = None) -> int:
                                        f"{args.raw_root}; the anonymized copies would overwrite or sit among the raw "
                                        "exports (and their name map): choose a folder outside it")
     # Compute every subset first: a failure in any of them leaves all outputs and maps untouched.
-    results = [anonymize_subset(args.raw_root / s.name, s) for s in subsets_to_run(args.subsets, args.raw_root, "annotations.csv")]
+    # every subset's annotators (those under the raw root, chosen or not) are searched in every output
+    present = {s.name: (s, load_raw(args.raw_root / s.name, s)) for s in subsets_to_run(["both"], args.raw_root, "annotations.csv")}
+    chosen = subsets_to_run(args.subsets, args.raw_root, "annotations.csv")
+    raws = [present.get(s.name) or (s, load_raw(args.raw_root / s.name, s)) for s in chosen]
+    everyone = set().union(*(raw_names(frames) for _, frames in [*present.values(), *raws]))
+    results = [anonymize_subset(args.raw_root / s.name, s, frames, everyone) for s, frames in raws]
 
     for r in results:
         write_outputs(args.out_root / r.subset.name, r.files)

@@ -100,29 +100,38 @@ def find_leak(frames: dict[str, pd.DataFrame], raw_names: list[str]) -> tuple[st
     return None
 
 
-def anonymize_subset(raw_dir: Path, subset: Subset) -> AnonymizedSubset:
-    """Read one raw subset folder and compute its anonymized files (nothing is written)."""
-    ann = load_annotations(raw_dir / "annotations.csv", subset)
-    users = load_users(raw_dir / "users.csv")
-    flags = load_flags(raw_dir / "flags.csv", subset) if subset.has_flags else None
-    map_path = raw_dir / MAP_FILE
-    existing = load_map(map_path)
+def load_raw(raw_dir: Path, subset: Subset) -> dict[str, pd.DataFrame]:
+    """One raw subset folder's files, validated: file name -> frame."""
+    frames = {"annotations.csv": load_annotations(raw_dir / "annotations.csv", subset),
+              "users.csv": load_users(raw_dir / "users.csv")}
+    if subset.has_flags:
+        frames["flags.csv"] = load_flags(raw_dir / "flags.csv", subset)
+    return frames
 
-    names = set(ann["username"]) | set(users["username"])
-    if flags is not None:
-        names |= set(flags["username"])
+
+def raw_names(frames: dict[str, pd.DataFrame]) -> set[str]:
+    """Every username in a subset's raw files."""
+    return set().union(*(set(df["username"]) for df in frames.values()))
+
+
+def anonymize_subset(raw_dir: Path, subset: Subset, frames: dict[str, pd.DataFrame],
+                     searched: set[str] = frozenset()) -> AnonymizedSubset:
+    """Compute one subset's anonymized files from its raw ``frames`` (:func:`load_raw`); nothing
+    is written. Its own names are replaced; they and ``searched`` (the other subsets' annotators:
+    an emo-only annotator's name in a dim flag reason identifies them too) must not remain in
+    any output cell."""
+    ann, users, flags = frames["annotations.csv"], frames["users.csv"], frames.get("flags.csv")
+    existing = load_map(raw_dir / MAP_FILE)
+    names = raw_names(frames)
     mapping = extend_map(existing, names)
 
-    frames = {"annotations.csv": ann, "users.csv": users}
-    if flags is not None:
-        frames["flags.csv"] = flags
     out = {}
     for fname, df in frames.items():
         df = df.copy()
         df["username"] = df["username"].map(mapping)
         out[fname] = df
 
-    leak = find_leak(out, list(names))
+    leak = find_leak(out, sorted(names | set(searched)))
     if leak is not None:
         fname, row, col, name = leak
         raise InputError(

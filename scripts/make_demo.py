@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 import soundfile as sf
 
-from emolia_bench.anonymize import MAP_FILE, anonymize_subset
+from emolia_bench.anonymize import MAP_FILE, anonymize_subset, load_raw
 from emolia_bench.outputs import csv_bytes, write_outputs
 from emolia_bench.subsets import DIM, EMO
 
@@ -243,7 +243,7 @@ def main(argv: list[str] | None = None) -> None:
     write_outputs(raw / "emolia-dim", {"annotations.csv": csv_bytes(dim), "users.csv": csv_bytes(dim_users),
                                        "flags.csv": csv_bytes(flags)})
     for subset in (EMO, DIM):
-        result = anonymize_subset(raw / subset.name, subset)
+        result = anonymize_subset(raw / subset.name, subset, load_raw(raw / subset.name, subset))
         write_outputs(root / "annotations" / subset.name, result.files)
         write_outputs(raw / subset.name, {MAP_FILE: csv_bytes(result.mapping)})
     write_outputs(root / "dataset", {**emo_clips, **dim_clips,

@@ -129,3 +129,23 @@ def test_an_output_root_that_is_or_sits_in_the_raw_root_is_refused(tmp_path, out
     r = anonymize(tmp_path / "raw", tmp_path / out)
     assert r.returncode == 2 and "--out-root" in r.stderr and "raw root" in r.stderr
     assert snapshot(tmp_path) == before
+
+
+def test_an_annotator_of_one_subset_named_in_the_other_is_a_leak(tmp_path):
+    # "Ezra" rated emolia-emo only; his name in an emolia-dim flag reason identifies him all the
+    # same: every subset's names are searched in every subset (nothing written)
+    raw = tmp_path / "raw"
+    make_raw(raw, ["bea", "carl"], ["f1,bea,TEMP,5,positive,sample_00.mp3,ask Ezra about this,2026-04-01 10:00:00\n"])
+    emo = raw / "emolia-emo"
+    emo.mkdir()
+    (emo / "annotations.csv").write_text(
+        "annotation_id,username,source_emotion,queried_emotion,task_type,file_name,rating,reaction_time_ms,"
+        "sample_time_ms,created_at\ne1,Ezra,Awe,Awe,affirmative,A.mp3,weakly_present,1000,5000,2026-04-01 10:00:00\n")
+    (emo / "users.csv").write_text(USERS + user("Ezra"))
+    before = snapshot(tmp_path)
+    r = run_script("anonymize.py", "--raw-root", raw, "--out-root", tmp_path / "out")
+    assert r.returncode == 2 and "emolia-dim/flags.csv" in r.stderr and "'ezra'" in r.stderr, r.stderr
+    assert snapshot(tmp_path) == before
+    # also when only emolia-dim is anonymized: the names of every subset under the raw root count
+    r = anonymize(raw, tmp_path / "out")
+    assert r.returncode == 2 and "'ezra'" in r.stderr and snapshot(tmp_path) == before
