@@ -559,13 +559,28 @@ def agreement_detail(panel: Panel, raters: list[str], n_values: int, agreement: 
             "krippendorff_alpha_ordinal": (agreement["krippendorff_alpha_ordinal"], len(m), int((m * (m - 1) // 2).sum()),
                                            "items rated by two or more raters"),
         })
+    # unweighted means over rater pairs (upstream's figures): each pair weighs the same
+    smallest = {"complete": _smallest_pair(cpairs), "all": _smallest_pair(pairs)}
+    pair_means = {"pairwise_exact_binary": "complete", "pairwise_exact_ordinal": "complete",
+                  "pairwise_binary_kappa_mean": "complete", "pairwise_ordinal_kappa_mean": "complete",
+                  "pairwise_ordinal_kappa_quadratic_mean": "complete", "human_pairwise_accuracy": "all",
+                  "human_pairwise_balanced_accuracy": "all"}
     return {
         "min_items": int(min_items),
         "intervals": INTERVAL_NOTE,
-        "figures": {name: Figure.rated(_finite(v), ci.get(name), n, c, unit, Support(min_items)).to_json()
+        "figures": {name: Figure.rated(_finite(v), ci.get(name), n, c, unit, Support(min_items),
+                                       smallest[pair_means[name]] if name in pair_means else None).to_json()
                     for name, (v, n, c, unit) in support.items()},
         "pair_kappas": pair_kappas(cpairs, raters, ordinal, n_values, Support(min_items)),
     }
+
+
+def _smallest_pair(pairs: pd.DataFrame) -> int:
+    """The items shared by the rater pair sharing fewest (0 without pairs)."""
+    if len(pairs) == 0:
+        return 0
+    code, _, _ = pair_codes(pairs)
+    return int(np.bincount(code).min())
 
 
 def agreement_by_slice(votes: pd.DataFrame, slice_of_item: pd.Series, ordinal: bool, n_values: int, *,

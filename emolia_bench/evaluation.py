@@ -92,6 +92,7 @@ EVALUATION_STEPS = 5
 def evaluate(subset: Subset, rows: pd.DataFrame, predictions: pd.DataFrame, *, mode: str, endpoint,
              threshold: float, filter_mode: str, filter_stats: dict, human: dict, votes: pd.DataFrame | None = None,
              bootstrap: Bootstrap, min_class_rows: int = MIN_CLASS_ROWS, min_items: int = MIN_ITEMS,
+             human_reliable: dict | None = None,
              cv_folds: int = 5, cv_seed: int = BOOTSTRAP_SEED, scorer_info: dict | None = None,
              templates: list[str] | None = None, progress=None) -> BenchmarkResult:
     """Metrics, tables and summary.json of one subset's run; ``progress.update(1)`` after each of
@@ -152,6 +153,8 @@ def evaluate(subset: Subset, rows: pd.DataFrame, predictions: pd.DataFrame, *, m
     s["bootstrap"] = {"seed": bootstrap.seed, "draws": bootstrap.draws, "unit": "clip", "interval": "percentile 95%"}
     s["min_class_rows"] = int(min_class_rows)
     s["min_items"] = int(min_items)  # the analysis run's --min-items: figures on fewer items are withheld
+    # whether each human_* figure above rests on enough items (the analysis run's verdict)
+    s["human_reliable"] = dict(human_reliable) if human_reliable is not None else {k: True for k in human}
     # [ours] the baseline that costs nothing: the sampling prior as a decision, against the majority
     prior = scored[subset.prior_column].isin(subset.prior_positive).to_numpy().astype(np.int64)
     s["sampling_prior_vs_majority"] = {k: v for k, v in binary_metrics(scored["majority_present"].to_numpy(), prior).items()

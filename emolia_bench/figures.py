@@ -129,8 +129,11 @@ def slice_balanced_accuracy(records: list[dict], key: str, summary: dict, title:
                               [r.get("balanced_accuracy_ci_high") for r in records])
     x = np.arange(n)
     ax.errorbar(x, v, yerr=err, fmt="o", color=BLUE, capsize=3, label="model (95 % CI)")
-    for value, name, style in ((summary.get("human_accuracy_binary"), "human pairwise", "-"),
-                               (summary.get("human_loo_accuracy_binary"), "human LOO", "-."),
+    shown = summary.get("human_reliable", {})  # a human figure on too few items is not drawn
+    for value, name, style in ((summary.get("human_accuracy_binary") if shown.get("human_accuracy_binary", True)
+                                else None, "human pairwise", "-"),
+                               (summary.get("human_loo_accuracy_binary") if shown.get("human_loo_accuracy_binary", True)
+                                else None, "human LOO", "-."),
                                (0.5, "chance", "--")):
         if value is not None:
             ax.axhline(value, color=GREY if name == "chance" else GREEN, linestyle=style, linewidth=1, label=name)

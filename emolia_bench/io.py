@@ -325,18 +325,19 @@ def load_votes(path: Path, subset: Subset) -> pd.DataFrame:
     return out
 
 
-def load_analysis_summary(path: Path) -> tuple[dict, int]:
-    """From analysis.py's summary.json: the human reference figures (:data:`summary.HUMAN_ALIASES`)
-    and the ``--min-items`` that run used (``agreement_detail.min_items``). A missing file gives
-    nulls and the default minimum, with a warning; a malformed one is bad input (not JSON, not an
-    object, a figure or minimum that is not a number)."""
+def load_analysis_summary(path: Path) -> tuple[dict, int, dict]:
+    """From analysis.py's summary.json: the human reference figures (:data:`summary.HUMAN_ALIASES`),
+    the ``--min-items`` that run used (``agreement_detail.min_items``) and whether each figure is
+    reliable there (``agreement_detail.figures[…].reliable``; a figure it does not rate is
+    reliable). A missing file gives nulls and the default minimum, with a warning; a malformed one
+    is bad input (not JSON, not an object, a figure or minimum that is not a number)."""
     from .defaults import MIN_ITEMS
     from .summary import HUMAN_ALIASES
 
     path = Path(path)
     if not path.exists():
         print(f"warning: {path} not found; human reference numbers will be null", file=sys.stderr)
-        return {alias: None for alias, _ in HUMAN_ALIASES}, MIN_ITEMS
+        return {alias: None for alias, _ in HUMAN_ALIASES}, MIN_ITEMS, {alias: False for alias, _ in HUMAN_ALIASES}
     summary = load_json_object(path, "the summary.json analysis.py wrote")
     human = {}
     for alias, _ in HUMAN_ALIASES:
@@ -349,4 +350,6 @@ def load_analysis_summary(path: Path) -> tuple[dict, int]:
     if isinstance(min_items, bool) or not isinstance(min_items, int) or min_items < 1:
         raise InputError(path, f"agreement_detail.min_items holds {min_items!r}; expected a positive integer",
                          column="agreement_detail.min_items")
-    return human, min_items
+    figures = detail.get("figures", {}) if isinstance(detail, dict) else {}
+    reliable = {alias: bool((figures.get(key) or {}).get("reliable", True)) for alias, key in HUMAN_ALIASES}
+    return human, min_items, reliable

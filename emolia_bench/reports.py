@@ -143,7 +143,12 @@ FIGURE_COLUMNS = [("statistic", TEXT), ("value", TEXT), ("95 % CI", TEXT), ("ite
 
 
 def too_few(fig: dict, min_items: int) -> str:
-    """The sentence that replaces a figure resting on too few items."""
+    """The sentence that replaces a figure resting on too few items (or, for an unweighted mean
+    over rater pairs, a pair sharing too few)."""
+    if fig.get("min_pair_items") is not None and fig["n_items"] >= min_items:
+        return (f"a rater pair shares only {fig['min_pair_items']:,} items, and this unweighted mean over pairs "
+                f"weighs it as much as the others (at least {min_items:,} needed); read the items-weighted figure; "
+                "its value is in summary.json, marked \"reliable\": false")
     return (f"{fig['n_items']:,} {fig['unit']}: too few for this figure (at least {min_items:,} needed); "
             "its value is in summary.json, marked \"reliable\": false")
 
@@ -439,10 +444,12 @@ def score_rubric(s: dict) -> str:
             ("chance, and any constant predictor (always present or always absent)", fraction(0.5)),
             ("the sampling prior as a predictor (costs nothing)",
              fraction((s.get("sampling_prior_vs_majority") or {}).get("balanced_accuracy"))),
-            ("human pairwise accuracy (ceiling)", fraction(s.get("human_accuracy_binary"))),
-            ("human pairwise balanced accuracy", fraction(s.get("human_balanced_accuracy_binary"))),
-            ("human leave-one-out accuracy", fraction(s.get("human_loo_accuracy_binary"))),
-            ("human leave-one-out balanced accuracy", fraction(s.get("human_loo_balanced_accuracy_binary")))]
+            *[(title, fraction(s.get(key)) if s.get("human_reliable", {}).get(key, True) else
+               "too few items (analysis report)")
+              for title, key in (("human pairwise accuracy (ceiling)", "human_accuracy_binary"),
+                                 ("human pairwise balanced accuracy", "human_balanced_accuracy_binary"),
+                                 ("human leave-one-out accuracy", "human_loo_accuracy_binary"),
+                                 ("human leave-one-out balanced accuracy", "human_loo_balanced_accuracy_binary"))]]
     lo = 0.0
     bands = []
     for limit, name in BANDS:

@@ -59,17 +59,26 @@ class Figure:
     n_comparisons: int
     unit: str
     reliable: bool
+    min_pair_items: int | None = None  # for an unweighted mean over rater pairs: the smallest pair's items
 
     @classmethod
     def rated(cls, value: float | None, ci95: Interval | None, n_items: int, n_comparisons: int, unit: str,
-              support: Support) -> Figure:
-        """A figure whose reliability is decided by ``support``."""
-        return cls(value, ci95, int(n_items), int(n_comparisons), unit, support.reliable(n_items))
+              support: Support, min_pair_items: int | None = None) -> Figure:
+        """A figure whose reliability is decided by ``support``: on its items, and for an
+        unweighted mean over rater pairs also on the items of its smallest pair (every pair
+        weighs the same, so a pair sharing a handful of items moves it as much as one sharing
+        thousands)."""
+        reliable = support.reliable(n_items) and (min_pair_items is None or support.reliable(min_pair_items))
+        return cls(value, ci95, int(n_items), int(n_comparisons), unit, reliable,
+                   None if min_pair_items is None else int(min_pair_items))
 
     def to_json(self) -> dict:
-        return {"value": self.value, "ci95": None if self.ci95 is None else [self.ci95.low, self.ci95.high],
-                "n_items": self.n_items, "n_comparisons": self.n_comparisons, "unit": self.unit,
-                "reliable": self.reliable}
+        out = {"value": self.value, "ci95": None if self.ci95 is None else [self.ci95.low, self.ci95.high],
+               "n_items": self.n_items, "n_comparisons": self.n_comparisons, "unit": self.unit,
+               "reliable": self.reliable}
+        if self.min_pair_items is not None:
+            out["min_pair_items"] = self.min_pair_items
+        return out
 
 
 @dataclass(frozen=True)

@@ -68,9 +68,13 @@ def test_every_figure_carries_its_items_and_comparisons():
     assert (f["human_pairwise_accuracy"]["n_items"], f["human_pairwise_accuracy"]["n_comparisons"]) == (5, 13)
     # LOO: i1 and i3 give 3 comparisons each; i2 only b's vote (a's and c's others tie), i4 only a's: 8
     assert (f["human_loo_accuracy"]["n_items"], f["human_loo_accuracy"]["n_comparisons"]) == (4, 8)
-    # below min_items = 5: the complete-item figures and LOO; at 5: α and the pairwise accuracy
+    # below min_items = 5: the complete-item figures and LOO; at 5: α and the items-weighted pairwise accuracy
     assert not f["fleiss_binary_kappa"]["reliable"] and not f["human_loo_accuracy"]["reliable"]
-    assert f["krippendorff_alpha_binary"]["reliable"] and f["human_pairwise_accuracy"]["reliable"]
+    assert f["krippendorff_alpha_binary"]["reliable"] and f["human_pairwise_accuracy_items_weighted"]["reliable"]
+    # upstream's unweighted mean over pairs weighs a–c (4 shared items: i1–i4) like a–b (5): its
+    # smallest pair is below 5, so it is not reliable although the figure rests on 5 items
+    assert f["human_pairwise_accuracy"]["min_pair_items"] == 4 and not f["human_pairwise_accuracy"]["reliable"]
+    assert "min_pair_items" not in f["human_pairwise_accuracy_items_weighted"]
     # upstream's pairwise mean weights the pairs equally: a–b 2/5, a–c 3/4, b–c 3/4 -> 1.9/3;
     # pooled over the 13 comparisons: 3 + 1 + 3 + 1 + 0 agreements -> 8/13
     assert f["human_pairwise_accuracy"]["value"] == pytest.approx(1.9 / 3)

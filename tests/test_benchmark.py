@@ -224,3 +224,16 @@ def test_limit_draws_a_seeded_sample_of_clips_not_the_first_rows(worked, tmp_pat
     s = json.loads((a / "emolia-emo/summary.json").read_text())
     assert s["filter_stats"]["limit"] == {"rows": 5, "seed": 1, "unit": "clip (file_name)", "of": len(labels)}
     assert "a random sample of 5 rows" in (a / "emolia-emo/report.md").read_text()
+
+
+def test_human_figures_the_analysis_withholds_are_withheld_in_the_benchmark(worked):
+    # analysed with --min-items 1000, no human figure of the worked example is reliable: the
+    # benchmark records that verdict and its score rubric shows no number for them
+    assert run_script("analysis.py", "--min-items", "1000", cwd=worked).returncode == 0
+    r = run_script("benchmark.py", "--subset", "emolia-dim", cwd=worked)
+    assert r.returncode == 0, r.stderr
+    s = json.loads((worked / "benchmark_outputs/emolia-dim/summary.json").read_text())
+    assert s["min_items"] == 1000 and s["human_reliable"]["human_accuracy_binary"] is False
+    rubric = (worked / "benchmark_outputs/emolia-dim/report.md").read_text().split("## Score rubric")[1].split("##")[0]
+    assert "| human pairwise accuracy (ceiling) | too few items (analysis report) |" in rubric
+    assert f"{s['human_accuracy_binary']:.3f}" not in rubric
