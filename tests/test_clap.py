@@ -153,10 +153,12 @@ def test_sentence_transformers_backend_scores_like_the_transformers_backend(tiny
     np.testing.assert_allclose(st1.similarity, st.similarity, atol=1e-5, rtol=0)
 
 
-def test_demo_scored_in_process_and_through_clap_server_gives_identical_scores(tiny, tmp_path):
-    assert run_script("analysis.py", "--no-figures", "--output-root", tmp_path / "an").returncode == 0
-    r = run_script("benchmark.py", "--no-figures", "--analysis-root", tmp_path / "an", "--output-dir", tmp_path / "inproc",
-                   "--clap-model", tiny["hf"], "--clap-device", "cpu", "--cache-dir", tmp_path / "c1", timeout=600)
+def test_demo_scored_in_process_and_through_clap_server_gives_identical_scores(tiny, tmp_path, demo_scored):
+    # 120 rows a subset, the same seeded sample both ways (demo.py checks every row of the demo in CI)
+    an = demo_scored / "an"
+    r = run_script("benchmark.py", "--no-figures", "--analysis-root", an, "--output-dir", tmp_path / "inproc",
+                   "--clap-model", tiny["hf"], "--clap-device", "cpu", "--cache-dir", tmp_path / "c1", "--limit", "120",
+                   timeout=600)
     assert r.returncode == 0, r.stderr
     server = subprocess.Popen([sys.executable, str(REPO / "clap_server.py"), "--model", str(tiny["hf"]), "--port", "0",
                                "--device", "cpu", "--max-batch", "8", "--dataset-root", str(DATASET)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -165,9 +167,9 @@ def test_demo_scored_in_process_and_through_clap_server_gives_identical_scores(t
         line = server.stdout.readline()
         assert "http://" in line, server.stderr.read()
         url = line.split()[-1]
-        r = run_script("benchmark.py", "--no-figures", "--analysis-root", tmp_path / "an", "--output-dir",
+        r = run_script("benchmark.py", "--no-figures", "--analysis-root", an, "--output-dir",
                        tmp_path / "served", "--endpoint", url, "--workers", "8", "--cache-dir", tmp_path / "c2",
-                       timeout=600)
+                       "--limit", "120", timeout=600)
         assert r.returncode == 0, r.stderr
         # the server's contract and path safety, like the sham server's
         import requests
