@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from .conftest import REPO
+from .conftest import REPO, run_script
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -148,6 +148,5 @@ def test_clap_server_serves_the_same_logits(rc, rows, tmp_path):
         server.wait(20)
     np.testing.assert_allclose(got, local.similarity, atol=1e-4, rtol=0)
     # without --trust-remote-code the server refuses to start: exit 2, the reason named
-    refused = subprocess.run([sys.executable, str(REPO / "clap_server.py"), "--model", str(rc), "--port", "0"],
-                             capture_output=True, text=True, timeout=120)
+    refused = run_script("clap_server.py", "--model", rc, "--port", "0")
     assert refused.returncode == 2 and "--trust-remote-code" in refused.stderr
