@@ -150,3 +150,17 @@ def test_clap_server_serves_the_same_logits(rc, rows, tmp_path):
     # without --trust-remote-code the server refuses to start: exit 2, the reason named
     refused = run_script("clap_server.py", "--model", rc, "--port", "0")
     assert refused.returncode == 2 and "--trust-remote-code" in refused.stderr
+
+
+def test_logit_is_refused_when_the_learned_scale_is_not_finite():
+    # log-scale 1000: exp overflows a float (was an OverflowError traceback); a NaN bias likewise
+    from types import SimpleNamespace
+
+    from emolia_bench.scorers.clap import similarity_transform
+
+    for log_scale, bias in ((1000.0, 0.0), (1.0, float("nan"))):
+        module = torch.nn.Module()
+        module.logit_scale = torch.nn.Parameter(torch.tensor(log_scale))
+        module.logit_bias = torch.nn.Parameter(torch.tensor(bias))
+        with pytest.raises(InputError, match="finite learned scale and bias.*--similarity cosine"):
+            similarity_transform(SimpleNamespace(torch_module=module, name="odd-model"), "logit")

@@ -120,7 +120,11 @@ def learned_logit(module) -> tuple[float, float] | None:
             found[last].append(float(tensor.detach().float().reshape(())))
     if len(found["logit_scale"]) != 1 or len(found["logit_bias"]) != 1:
         return None
-    return math.exp(found["logit_scale"][0]), found["logit_bias"][0]
+    try:
+        scale = math.exp(found["logit_scale"][0])
+    except OverflowError:  # a log-scale past ~709: no finite scale (similarity_transform refuses it)
+        scale = math.inf
+    return scale, found["logit_bias"][0]
 
 
 def similarity_transform(embedder, similarity: str):
@@ -138,6 +142,11 @@ def similarity_transform(embedder, similarity: str):
         raise InputError("--similarity", f"logit needs a learned logit scale and bias (SigLIP-style 'logit_scale' and "
                                          f"'logit_bias'); {embedder.name} has none: use --similarity cosine")
     scale, bias = params
+    if not (math.isfinite(scale) and math.isfinite(bias)):
+        from ..errors import InputError
+
+        raise InputError("--similarity", f"logit needs a finite learned scale and bias; {embedder.name} has scale "
+                                         f"{scale!r} (exp of its logit_scale) and bias {bias!r}: use --similarity cosine")
     return lambda cos: scale * cos + bias
 
 
