@@ -122,22 +122,23 @@ def pairwise_kappa(pairs: pd.DataFrame, column: str, raters: list[str], n_values
 def pairwise_accuracy(pairs: pd.DataFrame) -> tuple[float | None, float | None]:
     """(accuracy, balanced accuracy) of raters against each other, pair by pair, binary.
 
-    From each pair's 2 × 2 table t[A's vote, B's vote]: accuracy = trace / total; balanced
-    accuracy with A as truth = (t11/(t10+t11) + t00/(t00+t01)) / 2, kept only when A used both
+    Accuracy: the mean over pairs of each pair's agreements / co-rated items, the statistic of
+    :func:`pairwise_accuracy_resampled` at weight 1 (its intervals' function). From each pair's
+    2 × 2 table t[A's vote, B's vote], balanced accuracy with A as truth = (t11/(t10+t11) + t00/(t00+t01)) / 2, kept only when A used both
     classes, and likewise with B as truth (the columns). Tests check both against
     scikit-learn's balanced_accuracy_score.
     """
     _, _, t = pair_tables(pairs, "binary", 2)
     if len(t) == 0:
         return None, None
-    acc = np.trace(t, axis1=1, axis2=2) / t.sum(axis=(1, 2))
+    acc = point_values([pairwise_accuracy_resampled(pairs)])["human_pairwise_accuracy"]
     bals = []
     for tt in (t, t.transpose(0, 2, 1)):  # A as truth (rows), then B as truth
         pos, neg = tt[:, 1, :].sum(1), tt[:, 0, :].sum(1)
         both = (pos > 0) & (neg > 0)
         bals.append(balanced_accuracy_from_sums(tt[both, 1, 1], pos[both], tt[both, 0, 0], neg[both]))
     kept = np.concatenate(bals)
-    return float(acc.mean()), (float(kept.mean()) if len(kept) else None)
+    return acc, (float(kept.mean()) if len(kept) else None)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -203,12 +204,14 @@ def loo_comparisons(votes: pd.DataFrame) -> pd.DataFrame:
 
 
 def loo_agreement(votes: pd.DataFrame) -> tuple[float | None, float | None, float]:
-    """(accuracy, balanced accuracy, comparisons used) of leave-one-out agreement."""
+    """(accuracy, balanced accuracy, comparisons used) of leave-one-out agreement; the accuracy is
+    :func:`loo_accuracy_resampled`'s statistic at weight 1."""
     comp = loo_comparisons(votes)
     if len(comp) == 0:
         return None, None, 0.0
     truth, pred = comp["truth"].to_numpy(), comp["pred"].to_numpy()
-    return float(np.mean(truth == pred)), balanced_accuracy_over_present_classes(truth, pred), float(len(comp))
+    accuracy = point_values([loo_accuracy_resampled(votes, comp=comp)])["human_loo_accuracy"]
+    return accuracy, balanced_accuracy_over_present_classes(truth, pred), float(len(comp))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -282,10 +285,12 @@ def pairwise_accuracy_resampled(pairs: pd.DataFrame, name: str = "human_pairwise
                      [name, f"{name}_items_weighted"], statistic)
 
 
-def loo_accuracy_resampled(votes: pd.DataFrame, name: str = "human_loo_accuracy") -> Resampled | None:
+def loo_accuracy_resampled(votes: pd.DataFrame, name: str = "human_loo_accuracy",
+                           comp: pd.DataFrame | None = None) -> Resampled | None:
     """The leave-one-out accuracy for the bootstrap; units are the items with a comparison, the
-    statistic the pooled share of correct comparisons. None without comparisons."""
-    comp = loo_comparisons(votes)
+    statistic the pooled share of correct comparisons. None without comparisons. ``comp``: the
+    :func:`loo_comparisons` of ``votes`` when the caller has them already."""
+    comp = loo_comparisons(votes) if comp is None else comp
     if len(comp) == 0:
         return None
     item_codes, items = pd.factorize(comp["item"], sort=True)
@@ -519,8 +524,8 @@ def agreement_detail(panel: Panel, raters: list[str], n_values: int, agreement: 
         values["pairwise_ordinal_kappa_mean_items_weighted"] = mean_kappas(t3)[1] if len(t3) else None
         values["pairwise_ordinal_kappa_quadratic_mean"], values["pairwise_ordinal_kappa_quadratic_mean_items_weighted"] = (
             mean_kappas(t3, quadratic=True) if len(t3) else (None, None))
-    values["human_pairwise_accuracy_items_weighted"] = (
-        float((pairs["binary_a"] == pairs["binary_b"]).mean()) if len(pairs) else None)
+    values["human_pairwise_accuracy_items_weighted"] = point_values([pairwise_accuracy_resampled(pairs)]).get(
+        "human_pairwise_accuracy_items_weighted")
 
     n_complete, n_cpairs, n_cp_items = len(complete_items), len(cpairs), cpairs["item"].nunique()
     support = {  # name -> (value, n items, n comparisons, unit)

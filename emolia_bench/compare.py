@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import InputError
-from .io import check_values, first_bad, load_json_object, read_csv_strings
+from .io import check_values, first_bad, load_json_object, one_row_per_item, read_csv_strings
 from .metrics import balanced_accuracy_from_sums, binary_metrics, confusion_counts
 from .resampling import Bootstrap, percentile_interval
 from .selection import clip_ids
@@ -70,11 +70,7 @@ def load_run(folder: Path, name: str, subset: Subset) -> Run | None:
         i = int(np.flatnonzero(bad.to_numpy())[0])
         raise InputError(path, f"unexpected value {df['similarity'].iloc[i]!r}; expected a finite number on a row "
                                "scored ok", row=i + 1, column="similarity")
-    dup = df.duplicated(list(subset.item_key))
-    if dup.any():  # a row counted twice would weigh twice in every test
-        i = int(np.flatnonzero(dup.to_numpy())[0])
-        raise InputError(path, f"item {tuple(df.loc[i, list(subset.item_key)])} appears twice; expected one row per "
-                               "item, as benchmark.py writes it", row=i + 1, column=subset.item_key[0])
+    one_row_per_item(path, df, subset, "as benchmark.py writes it")  # a row counted twice would weigh twice
     out = df[list(subset.item_key)].copy()
     out["majority_present"] = df["majority_present"].astype(int)
     out["ok"] = df["ok"] == "True"

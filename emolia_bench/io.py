@@ -118,6 +118,15 @@ def read_csv_strings(path: Path, required: Iterable[str], *, allow_no_rows: bool
     return df
 
 
+def one_row_per_item(path: Path, df: pd.DataFrame, subset: Subset, remedy: str) -> None:
+    """Bad input naming the first row whose item (the subset's item key) appeared before."""
+    dup = df.duplicated(list(subset.item_key))
+    if dup.any():
+        i = int(np.flatnonzero(dup.to_numpy())[0])
+        raise InputError(path, f"item {tuple(df.loc[i, list(subset.item_key)])} appears twice; expected one row per "
+                               f"item ({remedy})", row=i + 1, column=subset.item_key[0])
+
+
 def first_bad(path: Path, df: pd.DataFrame, column: str, bad: pd.Series, expected: str) -> None:
     if bad.any():
         i = int(np.flatnonzero(bad.to_numpy())[0])
@@ -290,11 +299,7 @@ def load_labels(path: Path, subset: Subset) -> pd.DataFrame:
     check_pattern(path, df, "n_raters", r"[1-9]\d*", "a positive integer")
     for col, allowed in subset.categories.items():
         check_values(path, df, col, allowed)
-    dup = df.duplicated(list(subset.item_key), keep="first")
-    if dup.any():  # an item is one row: a second one would be scored twice
-        i = int(np.flatnonzero(dup.to_numpy())[0])
-        raise InputError(path, f"item {tuple(df.loc[i, list(subset.item_key)])} appears twice; expected one row per "
-                               "item (re-run analysis.py)", row=i + 1, column=subset.item_key[0])
+    one_row_per_item(path, df, subset, "re-run analysis.py")  # a second row would be scored twice
     out = df.copy()
     out["majority_present"] = out["majority_present"].astype(np.int64)
     out["n_raters"] = out["n_raters"].astype(np.int64)

@@ -355,10 +355,17 @@ EMBEDDERS = {"transformers": ClapEmbedder, "sentence-transformers": SentenceTran
              "remote-code": RemoteCodeEmbedder}
 
 
-def looks_like_a_path(model: str) -> bool:
-    """A local folder rather than a hub id (``org/name``): starts with ``.``, ``/`` or ``~``, or
-    has more than one ``/`` or a backslash."""
-    return model.startswith((".", "/", "~")) or model.count("/") > 1 or "\\" in model
+def is_hub_id(model: str, flag: str) -> bool:
+    """Whether ``model`` names a hub checkpoint rather than a local folder; bad input, named by
+    ``flag``, for a local folder that does not exist. A path starts with ``.``, ``/`` or ``~``,
+    or has more than one ``/`` or a backslash; anything else not on disk is a hub id (``org/name``)."""
+    from ..errors import InputError
+
+    if Path(model).expanduser().exists():
+        return False
+    if model.startswith((".", "/", "~")) or model.count("/") > 1 or "\\" in model:
+        raise InputError(flag, f"{model}: folder not found")
+    return True
 
 
 # Seconds the hub gets to answer before a run that needs it stops (the hub library would retry a
@@ -395,9 +402,7 @@ def load_embedder(model: str, backend: str = "auto", device: str = "auto", dtype
     (the option the user gave it with)."""
     from ..errors import InputError
 
-    if looks_like_a_path(model) and not Path(model).expanduser().exists():
-        raise InputError(flag, f"{model}: folder not found")
-    if not Path(model).expanduser().exists():
+    if is_hub_id(model, flag):
         check_hub(model, flag)
     kind = resolve_backend(model, backend)
     try:
@@ -418,8 +423,7 @@ class ClapScorer(Scorer):
                  flag: str = "--clap-model"):
         from ..errors import InputError
 
-        if looks_like_a_path(model) and not Path(model).expanduser().exists():
-            raise InputError(flag, f"{model}: folder not found")
+        is_hub_id(model, flag)  # a missing local folder stops the run before anything is scored
         self.model_id, self.device, self.dtype, self.flag = model, device, dtype, flag
         self.backend = resolve_backend(model, backend)
         if self.backend == "remote-code" and not trust_remote_code:  # refused before any work
