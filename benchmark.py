@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     from emolia_bench.io import load_analysis_summary, load_labels, load_votes
     from emolia_bench.outputs import csv_bytes, json_bytes, write_outputs
     from emolia_bench.presets import resolve_model
-    from emolia_bench.reports import benchmark_report
+    from emolia_bench.reports import benchmark_report, fraction, interval
     from emolia_bench.resampling import Bootstrap, default_threads
     from emolia_bench.scorers import get_scorer, progress_bar
     from emolia_bench.selection import (
@@ -243,14 +243,15 @@ def main(argv: list[str] | None = None) -> int:
         write_outputs(args.output_dir, outputs)
     phases.report()
 
-    for r in results:
+    for r in results:  # the headlines in the report's order, each with its interval and verdict
         s, o = r.summary, r.summary["overall"]
-        ba = "n/a" if o["balanced_accuracy"] is None else f"{o['balanced_accuracy']:.3f}"
-        ci = o["balanced_accuracy_ci95"]
-        ci_text = f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else ""
+        a, cv = s["auroc_headline"], s["thresholds_cv"].get("per_prompt", {})
         print(f"{r.subset.name}: {s['rows_evaluated_ok']}/{s['rows_total']} rows scored ({s['mode']}, {s['filter_mode']}); "
-              f"balanced accuracy {ba}{ci_text} ({o['band']}); missing audio {s['missing_audio']}, "
-              f"errors {s['evaluation_errors']} -> {args.output_dir / r.subset.name}")
+              f"macro AUROC {fraction(a['macro_auroc'])} {interval(a['macro_auroc_ci95'])} ({a['macro_auroc_verdict']}); "
+              f"cross-validated balanced accuracy {fraction(cv.get('balanced_accuracy'))} {interval(cv.get('ci95'))} "
+              f"({cv.get('verdict', 'n/a')}); balanced accuracy at threshold {s['threshold']:g} "
+              f"{fraction(o['balanced_accuracy'])} {interval(o['balanced_accuracy_ci95'])} ({o['verdict']}); "
+              f"missing audio {s['missing_audio']}, errors {s['evaluation_errors']} -> {args.output_dir / r.subset.name}")
     if (line := scorer.summary_line()) is not None:
         print(line)
     code = 0

@@ -7,8 +7,11 @@ Runs must cover the same subsets with the same filter and the same rows; anythin
 refused (exit 2). Writes to --output-dir: leaderboard.md and leaderboard.csv (balanced accuracy
 with its clip-bootstrap interval per subset and slice, best first), pairwise.csv (for every
 pair of runs and subset: the difference in balanced accuracy with a paired clip-bootstrap
-interval and p-value, and a clip-level sign-flip permutation test), comparison.json and
-comparison.png. Deterministic for a given --seed.
+interval and p-value, and a clip-level sign-flip permutation test; the same paired interval and
+p for the macro AUROC and the cross-validated balanced accuracy), comparison.json,
+comparison.png (the paired differences: read this one) and leaderboard.png (each run's own
+balanced accuracy and interval). Runs are ranked by macro AUROC; a run that calls one class on
+99 % of its rows or more is flagged. Deterministic for a given --seed.
 """
 
 import argparse
@@ -28,7 +31,7 @@ def arguments() -> argparse.ArgumentParser:
                    help="where the leaderboard is written (default: comparison_outputs)")
     p.add_argument("--bootstrap-draws", type=int, default=BOOTSTRAP_DRAWS, help=f"paired bootstrap draws (default: {BOOTSTRAP_DRAWS})")
     p.add_argument("--seed", type=int, default=BOOTSTRAP_SEED, help=f"bootstrap seed (default: {BOOTSTRAP_SEED})")
-    p.add_argument("--no-figures", action="store_true", help="skip comparison.png")
+    p.add_argument("--no-figures", action="store_true", help="skip comparison.png and leaderboard.png")
     return p
 
 
@@ -63,10 +66,12 @@ def main(argv: list[str] | None = None) -> int:
     }
     figure = None
     if not args.no_figures:
-        from emolia_bench.figures import comparison
+        from emolia_bench.figures import comparison, paired_differences
 
+        # read the paired differences (comparison.png); each run's own interval is beside it
+        outputs["comparison.png"] = paired_differences(pairs.to_dict(orient="records"))
         overall = board[board["slice"] == "overall"].to_dict(orient="records")
-        outputs["comparison.png"] = comparison(overall, "Balanced accuracy, overall")
+        outputs["leaderboard.png"] = comparison(overall, "Balanced accuracy at the threshold, overall")
         figure = "comparison.png"
     outputs["leaderboard.md"] = comparison_report(board, pairs, figure, draws=args.bootstrap_draws, seed=args.seed).encode()
     write_outputs(args.output_dir, outputs)

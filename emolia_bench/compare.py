@@ -14,9 +14,17 @@ For two runs A and B on the same rows:
   ε. Rows of one clip move together, so it does not count correlated rows as independent
   evidence, as McNemar's row-level test did (simulated under no difference with clustered
   clips, McNemar rejected 20 % of the time at a nominal 5 %; this test stays at 5 %: tests);
-* b = rows A got right and B wrong, c = the reverse (descriptive counts).
+* b = rows A got right and B wrong, c = the reverse (descriptive counts);
+* the same paired clip bootstrap (interval and p) for the differences in the two headlines no
+  threshold was tuned for: the macro AUROC (mean of the AUROC within each category, as
+  benchmark.py reports it) and the balanced accuracy of cross-validated per-prompt thresholds
+  (each run's own folds, seed, prompts and fallback threshold; the cross-validation re-run on
+  every resample, :mod:`thresholds`). Both runs are scored on the same clip resamples.
 
-Only rows scored ok by both runs enter a pair's tests.
+Only rows scored ok by both runs enter a pair's tests. A run that calls one class on at least
+:data:`ONE_CLASS_SHARE` of its rows is flagged in the leaderboard: its fixed-threshold figures
+say nothing about the model (balanced accuracy 0.500 whatever its scores). The leaderboard ranks
+runs by macro AUROC, then cross-validated balanced accuracy, then the fixed-threshold figure.
 """
 
 from __future__ import annotations
@@ -31,9 +39,13 @@ import pandas as pd
 from .errors import InputError
 from .io import check_values, first_bad, load_json_object, one_row_per_item, read_csv_strings
 from .metrics import balanced_accuracy_from_sums, binary_metrics, confusion_counts
+from .ranking import auroc_draws
 from .resampling import Bootstrap, percentile_interval
 from .selection import clip_ids
 from .subsets import SUBSETS, Subset
+from .thresholds import clip_folds, cv_balanced_accuracy
+
+ONE_CLASS_SHARE = 0.99
 
 
 @dataclass
@@ -42,7 +54,7 @@ class Run:
     folder: Path
     subset: Subset
     summary: dict
-    predictions: pd.DataFrame  # key columns, majority_present, pred_present, ok, clip
+    predictions: pd.DataFrame  # key columns, majority_present, pred_present, ok, clip, similarity, prompt
 
 
 def load_run(folder: Path, name: str, subset: Subset) -> Run | None:
@@ -57,7 +69,7 @@ def load_run(folder: Path, name: str, subset: Subset) -> Run | None:
             raise InputError(sub / "summary.json", f"key '{key}' is missing or not an object; expected the summary.json "
                                                    "benchmark.py wrote", column=key)
     path = sub / "predictions.csv"
-    cols = [*subset.item_key, "majority_present", "audio_path", "similarity", "pred_present", "ok"]
+    cols = [*subset.item_key, "majority_present", "audio_path", "prompt", "similarity", "pred_present", "ok"]
     df = read_csv_strings(path, cols, allow_no_rows=True)
     check_values(path, df, "majority_present", ("0", "1"))
     check_values(path, df, "ok", ("True", "False"))
@@ -76,6 +88,8 @@ def load_run(folder: Path, name: str, subset: Subset) -> Run | None:
     out["ok"] = df["ok"] == "True"
     out["pred_present"] = pd.to_numeric(df["pred_present"].replace("", np.nan)).fillna(0).astype(int)
     out["clip"] = clip_ids(df["audio_path"], subset.sham_stem(df))
+    out["similarity"] = similarity.where(scored, np.nan).to_numpy(dtype=np.float64)
+    out["prompt"] = df["prompt"]
     return Run(name, Path(folder), subset, summary, out)
 
 
@@ -107,7 +121,8 @@ def check_comparable(runs: list[Run]) -> None:
 
 def paired_test(a: Run, b: Run, *, bootstrap: Bootstrap) -> dict:
     key = list(a.subset.item_key)
-    m = a.predictions.merge(b.predictions[[*key, "pred_present", "ok"]], on=key, suffixes=("_a", "_b"))
+    m = a.predictions.merge(b.predictions[[*key, "pred_present", "ok", "similarity", "prompt"]], on=key,
+                            suffixes=("_a", "_b"))
     m = m.sort_values(key, kind="stable").reset_index(drop=True)  # the rows' order in the files changes nothing
     m = m[m["ok_a"] & m["ok_b"]]
     t = m["majority_present"].to_numpy()
@@ -128,14 +143,45 @@ def paired_test(a: Run, b: Run, *, bootstrap: Bootstrap) -> dict:
                        - balanced_accuracy_from_sums(s[1], s[0], s[3], s[2]))[:, 0],
             unit=clip, group=np.zeros(len(m), np.int64), values=[*t_a, t_b[1], t_b[3]], n_units=int(clip.max()) + 1,
             n_groups=1)
-        d = d[np.isfinite(d)]
+        ci, p_boot = percentile_interval(d), bootstrap_p_value(d)
+    out = {"subset": a.subset.name, "run_a": a.name, "run_b": b.name, "rows": int(len(m)),
+           "balanced_accuracy_a": ba_a, "balanced_accuracy_b": ba_b, "difference": diff,
+           "difference_ci_low": ci[0] if ci else None, "difference_ci_high": ci[1] if ci else None,
+           "p_bootstrap": p_boot, "a_right_b_wrong": n_ab, "b_right_a_wrong": n_ba, "p_sign_flip": p_flip}
+    ha, hb = (headline_draws(m, side, r, bootstrap=bootstrap) for side, r in (("a", a), ("b", b)))
+    for name in ("macro_auroc", "cv_balanced_accuracy"):
+        (va, da), (vb, db) = ha[name], hb[name]
+        defined = va is not None and vb is not None
+        d = db - da if defined else np.empty(0)  # the same resamples: a paired difference
         ci = percentile_interval(d)
-        if len(d):
-            p_boot = float(min(1.0, 2 * min(np.mean(d <= 0), np.mean(d >= 0))))
-    return {"subset": a.subset.name, "run_a": a.name, "run_b": b.name, "rows": int(len(m)),
-            "balanced_accuracy_a": ba_a, "balanced_accuracy_b": ba_b, "difference": diff,
-            "difference_ci_low": ci[0] if ci else None, "difference_ci_high": ci[1] if ci else None,
-            "p_bootstrap": p_boot, "a_right_b_wrong": n_ab, "b_right_a_wrong": n_ba, "p_sign_flip": p_flip}
+        out.update({f"{name}_a": va, f"{name}_b": vb, f"{name}_difference": vb - va if defined else None,
+                    f"{name}_difference_ci_low": ci[0] if ci else None,
+                    f"{name}_difference_ci_high": ci[1] if ci else None, f"{name}_p_bootstrap": bootstrap_p_value(d)})
+    return out
+
+
+def bootstrap_p_value(d: np.ndarray) -> float | None:
+    """Two-sided p of a paired bootstrap: 2·min(P(Δ* ≤ 0), P(Δ* ≥ 0)) over the defined
+    resamples, capped at 1; None when none is defined."""
+    d = d[np.isfinite(d)]
+    return float(min(1.0, 2 * min(np.mean(d <= 0), np.mean(d >= 0)))) if len(d) else None
+
+
+def headline_draws(m: pd.DataFrame, side: str, run: Run, *, bootstrap: Bootstrap) -> dict:
+    """One run's macro AUROC and cross-validated (per prompt) balanced accuracy on the paired
+    rows ``m`` (columns ``similarity_<side>``, ``prompt_<side>``), each as ``(value or None,
+    value on every clip resample)``."""
+    if len(m) == 0:
+        return {"macro_auroc": (None, np.empty(0)), "cv_balanced_accuracy": (None, np.empty(0))}
+    t, s = m["majority_present"].to_numpy(), m[f"similarity_{side}"].to_numpy()
+    clips = m["clip"].astype(str).to_numpy()
+    full, draws = auroc_draws(t, s, clips, m[run.subset.category_slice].to_numpy(), bootstrap=bootstrap)
+    cv = run.summary.get("thresholds_cv") or {}
+    folds = clip_folds(clips, int(cv.get("folds", 5)), seed=int(cv.get("seed", bootstrap.seed)))
+    ba, cv_draws, _ = cv_balanced_accuracy(t, s, clips, folds, float(run.summary.get("threshold", 0.0)),
+                                           m[f"prompt_{side}"].to_numpy(), bootstrap=bootstrap)
+    macro = float(full[1]) if np.isfinite(full[1]) else None
+    return {"macro_auroc": (macro, draws[:, 1]), "cv_balanced_accuracy": (ba, cv_draws)}
 
 
 def sign_flip_p_value(t: np.ndarray, pa: np.ndarray, pb: np.ndarray, clip: np.ndarray, *, draws: int, seed: int,
@@ -158,26 +204,44 @@ def sign_flip_p_value(t: np.ndarray, pa: np.ndarray, pb: np.ndarray, clip: np.nd
 
 
 def leaderboard(runs_by_subset: dict[str, list[Run]]) -> pd.DataFrame:
-    """Balanced accuracy with its interval per run, subset and slice, best first."""
+    """Per run, subset and slice: balanced accuracy at the run's threshold with its interval; on
+    the overall rows also the macro AUROC and the cross-validated (per prompt) balanced accuracy
+    with their intervals (from the run's summary.json), the share of rows called present and
+    ``one_class`` (that share or its complement ≥ :data:`ONE_CLASS_SHARE`). Overall rows are
+    ranked by macro AUROC, then cross-validated, then fixed-threshold balanced accuracy; slice
+    rows by balanced accuracy."""
     rows = []
     for name, runs in runs_by_subset.items():
         subset = SUBSETS[name]
         for r in runs:
             s = r.summary
+            ok = r.predictions[r.predictions["ok"]]
+            share = float(ok["pred_present"].mean()) if len(ok) else None
+            a = s.get("auroc_headline") or {}
+            cv = (s.get("thresholds_cv") or {}).get("per_prompt") or {}
+            headlines = {"macro_auroc": a.get("macro_auroc"), "macro_auroc_ci_low": (a.get("macro_auroc_ci95") or [None])[0],
+                         "macro_auroc_ci_high": (a.get("macro_auroc_ci95") or [None, None])[1],
+                         "cv_balanced_accuracy": cv.get("balanced_accuracy"),
+                         "cv_ci_low": (cv.get("ci95") or [None])[0], "cv_ci_high": (cv.get("ci95") or [None, None])[1],
+                         "share_called_present": share,
+                         "one_class": share is not None and max(share, 1 - share) >= ONE_CLASS_SHARE}
             slices = [("overall", s["overall"]), ("unanimous", s["unanimous_subset"])]
             slices += [(f"{subset.type_slice}={x[subset.type_slice]}", x) for x in s.get(f"by_{subset.type_slice}", [])]
             for label, m in slices:
                 ci = m.get("balanced_accuracy_ci95") or [m.get("balanced_accuracy_ci_low"), m.get("balanced_accuracy_ci_high")]
                 rows.append({"subset": name, "slice": label, "run": r.name, "n": m["n"],
                              "balanced_accuracy": m["balanced_accuracy"], "ci_low": ci[0], "ci_high": ci[1],
-                             "threshold": s.get("threshold"), "mode": s.get("mode")})
+                             "threshold": s.get("threshold"), "mode": s.get("mode"),
+                             **(headlines if label == "overall" else dict.fromkeys(headlines))})
     df = pd.DataFrame(rows, columns=["subset", "slice", "run", "n", "balanced_accuracy", "ci_low", "ci_high",
-                                     "threshold", "mode"])
+                                     "threshold", "mode", "macro_auroc", "macro_auroc_ci_low", "macro_auroc_ci_high",
+                                     "cv_balanced_accuracy", "cv_ci_low", "cv_ci_high", "share_called_present",
+                                     "one_class"])
     order = {n: i for i, n in enumerate(runs_by_subset)}
     df["_s"] = df["subset"].map(order)
     df["_slice"] = df["slice"].map(lambda x: (0 if x == "overall" else 1 if x == "unanimous" else 2, x))
-    df = df.sort_values(["_s", "_slice", "balanced_accuracy", "run"], ascending=[True, True, False, True],
-                        na_position="last", kind="stable")
+    df = df.sort_values(["_s", "_slice", "macro_auroc", "cv_balanced_accuracy", "balanced_accuracy", "run"],
+                        ascending=[True, True, False, False, False, True], na_position="last", kind="stable")
     return df.drop(columns=["_s", "_slice"]).reset_index(drop=True)
 
 

@@ -14,17 +14,16 @@ from .metrics import (
     band,
     best_threshold,
     binary_metrics,
-    metrics_of,
-    slice_intervals,
     slice_report,
+    verdict,
 )
 from .ranking import auroc_with_intervals
-from .resampling import Bootstrap
+from .resampling import Bootstrap, percentile_interval
 from .scorers import ScoreResult
 from .subsets import Subset
 from .summary import SliceRow, Support
 from .templates import template_report
-from .thresholds import clip_folds, cv_thresholds
+from .thresholds import clip_folds, cv_balanced_accuracy
 from .vs_humans import graded_agreement, vs_humans
 
 AUDIO_MISSING = "audio_missing"
@@ -87,6 +86,7 @@ def _record(key: str, value, m: dict, fields) -> dict:
 
 
 EVALUATION_STEPS = 5
+HUMAN_REFERENCE = "human_balanced_accuracy_binary"
 
 
 def evaluate(subset: Subset, rows: pd.DataFrame, predictions: pd.DataFrame, *, mode: str, endpoint,
@@ -112,6 +112,9 @@ def evaluate(subset: Subset, rows: pd.DataFrame, predictions: pd.DataFrame, *, m
     tables = {f"metrics_by_{k}.csv": by_key[k] for k in keys}
     p = float(predictions["majority_present"].mean()) if len(predictions) else None
     sims = scored["similarity"].to_numpy()
+    human_reliable = dict(human_reliable) if human_reliable is not None else {k: True for k in human}
+    # the humans' own balanced accuracy (each rater against each other), when it rests on enough items
+    human_ba = human.get(HUMAN_REFERENCE) if human_reliable.get(HUMAN_REFERENCE) else None
 
     def headline(row: SliceRow) -> dict:
         m = row.record()
@@ -121,7 +124,9 @@ def evaluate(subset: Subset, rows: pd.DataFrame, predictions: pd.DataFrame, *, m
         lo, hi = m["balanced_accuracy_ci_low"], m["balanced_accuracy_ci_high"]
         out["balanced_accuracy_ci95"] = None if lo is None else [lo, hi]
         out["n_positive"], out["n_negative"] = m["n_positive"], m["n_negative"]
-        out["band"] = band(m["balanced_accuracy"])
+        out["band"] = band(m["balanced_accuracy"])  # upstream's absolute band
+        out["verdict"] = verdict(m["balanced_accuracy"], out["balanced_accuracy_ci95"],
+                                 enough=min(m["n_positive"], m["n_negative"]) >= min_class_rows, human=human_ba)
         return out
 
     s: dict = {
@@ -154,18 +159,23 @@ def evaluate(subset: Subset, rows: pd.DataFrame, predictions: pd.DataFrame, *, m
     s["min_class_rows"] = int(min_class_rows)
     s["min_items"] = int(min_items)  # the analysis run's --min-items: figures on fewer items are withheld
     # whether each human_* figure above rests on enough items (the analysis run's verdict)
-    s["human_reliable"] = dict(human_reliable) if human_reliable is not None else {k: True for k in human}
+    s["human_reliable"] = human_reliable
+    # [ours] what the verdicts compare a balanced accuracy with (None: no reliable human figure)
+    s["human_reference"] = {"key": HUMAN_REFERENCE, "balanced_accuracy": human_ba}
     # [ours] the baseline that costs nothing: the sampling prior as a decision, against the majority
     prior = scored[subset.prior_column].isin(subset.prior_positive).to_numpy().astype(np.int64)
     s["sampling_prior_vs_majority"] = {k: v for k, v in binary_metrics(scored["majority_present"].to_numpy(), prior).items()
                                        if k in ("n", "accuracy", "balanced_accuracy")}
     # [ours] threshold-free and cross-validated headlines: nothing here is tuned on the rows it scores
     truth, clips = scored["majority_present"].to_numpy(), scored["clip"].astype(str).to_numpy()
-    s["auroc_headline"] = auroc_with_intervals(truth, sims, clips, scored[subset.category_slice].to_numpy(),
-                                             bootstrap=bootstrap)
+    a = s["auroc_headline"] = auroc_with_intervals(truth, sims, clips, scored[subset.category_slice].to_numpy(),
+                                                 bootstrap=bootstrap)
+    enough = min(int(truth.sum()), int(len(truth) - truth.sum())) >= min_class_rows
+    a["auroc_verdict"] = verdict(a["auroc"], a["auroc_ci95"], enough=enough)
+    a["macro_auroc_verdict"] = verdict(a["macro_auroc"], a["macro_auroc_ci95"], enough=enough)
     step(1)
     s["thresholds_cv"] = cv_headlines(truth, sims, clips, scored["prompt"].to_numpy(), threshold, cv_folds, cv_seed=cv_seed,
-                                      bootstrap=bootstrap, min_class_rows=min_class_rows)
+                                      bootstrap=bootstrap, min_class_rows=min_class_rows, human=human_ba)
     if scorer_info is not None:  # [ours] which model, loaded how
         s["scorer"] = scorer_info
     if templates is not None and len(templates) > 1:  # [ours] each prompt wording, and their ensemble
@@ -184,21 +194,23 @@ def evaluate(subset: Subset, rows: pd.DataFrame, predictions: pd.DataFrame, *, m
 
 
 def cv_headlines(truth, sims, clips, prompts, threshold: float, k: int, *, cv_seed: int, bootstrap: Bootstrap,
-                 min_class_rows: int) -> dict:
+                 min_class_rows: int, human: float | None = None) -> dict:
     """Balanced accuracy of out-of-fold decisions (:mod:`thresholds`) with one global threshold and
-    with one threshold per prompt, each with its clip-bootstrap interval."""
+    with one threshold per prompt, each with its clip-bootstrap interval re-running the whole
+    cross-validation in every resample (none when a class has fewer than ``min_class_rows`` rows)."""
     out = {"folds": int(k), "seed": int(cv_seed), "unit": "clip",
-           "definition": "threshold maximising balanced accuracy on the other folds, applied to each fold"}
+           "definition": "threshold maximising balanced accuracy on the other folds, applied to each fold",
+           "interval": "percentile 95%, thresholds re-chosen in every clip resample"}
     if len(truth) == 0:
         return out
     folds = clip_folds(clips, k, seed=cv_seed)
+    enough = min(int(truth.sum()), int(len(truth) - truth.sum())) >= min_class_rows
     for name, groups in (("global", None), ("per_prompt", prompts)):
-        applied = cv_thresholds(truth, sims, folds, threshold, groups)
-        pred = (sims >= applied).astype(np.int64)
-        m = metrics_of(truth, pred, sims, slice_intervals(truth, pred, clips, [np.zeros(len(truth), np.int64)],
-                                                          bootstrap=bootstrap)[0][0], min_class_rows).record()
-        lo, hi = m["balanced_accuracy_ci_low"], m["balanced_accuracy_ci_high"]
-        out[name] = {"balanced_accuracy": m["balanced_accuracy"], "ci95": None if lo is None else [lo, hi],
+        ba, draws, applied = cv_balanced_accuracy(truth, sims, clips, folds, threshold, groups, bootstrap=bootstrap)
+        interval = percentile_interval(draws)
+        m = binary_metrics(truth, (sims >= applied).astype(np.int64))
+        ci = list(interval) if interval and enough else None
+        out[name] = {"balanced_accuracy": ba, "ci95": ci, "verdict": verdict(ba, ci, enough=enough, human=human),
                      "accuracy": m["accuracy"], "n": m["n"],
                      "thresholds": {"min": float(applied.min()), "median": float(np.median(applied)),
                                     "max": float(applied.max())}}

@@ -197,6 +197,36 @@ def comparison(rows: list[dict], title: str) -> bytes:
     return _png(fig)
 
 
+PAIRED = (("macro_auroc_difference", "macro AUROC", BLUE), ("cv_balanced_accuracy_difference", "CV balanced accuracy", GREEN),
+          ("difference", "balanced accuracy at the threshold", ORANGE))
+
+
+def paired_differences(pairs: list[dict]) -> bytes:
+    """Each pair of runs (B − A, per subset): the paired differences in macro AUROC, in
+    cross-validated balanced accuracy and in balanced accuracy at the fixed threshold, each with
+    its paired clip-bootstrap interval; 0 marked."""
+    labels, values, lows, highs, colours = [], [], [], [], []
+    for p in pairs:
+        for key, name, colour in PAIRED:
+            base = key.removesuffix("difference")
+            labels.append(f"{p['run_b']} − {p['run_a']} ({p['subset']}): {name}")
+            values.append(p.get(key))
+            lows.append(p.get(f"{base}difference_ci_low"))
+            highs.append(p.get(f"{base}difference_ci_high"))
+            colours.append(colour)
+    fig, ax = _figure(max(6.4, 3.5 + 0.06 * max(map(len, labels), default=0)), 0.32 * len(labels) + 1.6,
+                      ylabels=labels, ysize=8)
+    v, err = _interval_errors(values, lows, highs)
+    y = np.arange(len(labels))[::-1]
+    for i in range(len(labels)):
+        ax.errorbar(v[i:i + 1], y[i:i + 1], xerr=err[:, i:i + 1], fmt="o", color=colours[i], capsize=3)
+    ax.axvline(0.0, color=GREY, linestyle="--", linewidth=1)
+    ax.set_yticks(y, labels, fontsize=8)
+    ax.set_xlabel("paired difference B − A (95 % paired clip-bootstrap CI)")
+    ax.set_title("Paired differences between runs")
+    return _png(fig)
+
+
 # ---------------------------------------------------------------------------------------------
 # the sets of figures each stage writes
 

@@ -20,8 +20,10 @@ Every figure is computed with numpy from counts and ranks, and the shared tests 
 against scikit-learn (``confusion_matrix``, ``balanced_accuracy_score``, ``roc_auc_score``,
 ``average_precision_score``) on random data with ties; scikit-learn is a test oracle, never
 imported at run time.
-* Quality band of balanced accuracy: < 0.55 Bad, < 0.65 Weak, < 0.75 Medium, < 0.85 Good,
-  else Excellent.
+* Quality band of balanced accuracy (upstream's, kept in summary.json as ``band``): < 0.55 Bad,
+  < 0.65 Weak, < 0.75 Medium, < 0.85 Good, else Excellent. It ignores the interval and the
+  humans, so a random scorer on a handful of rows can read "Good"; reports show the relative
+  :func:`verdict` instead.
 """
 
 from __future__ import annotations
@@ -235,6 +237,35 @@ def band(balanced_accuracy: float | None) -> str:
     if balanced_accuracy is None:
         return "n/a"
     return next(name for limit, name in BANDS if balanced_accuracy < limit)
+
+
+def verdict(value: float | None, ci, *, enough: bool = True, human: float | None = None) -> str:
+    """How a balanced accuracy or AUROC reads, relative to chance (0.5 for both) and to the
+    human reference ``human`` (a human's balanced accuracy on the same kind of target; None when
+    there is none worth comparing with):
+
+    * ``"n/a"`` without a value; ``"too few rows of a class"`` when ``enough`` is false (the
+      minority class has fewer than ``--min-class-rows`` rows) or there is no interval;
+    * ``"indistinguishable from chance"`` when the 95 % interval includes 0.5,
+      ``"below chance"`` when it lies below;
+    * above chance: ``"above chance"``, followed by ``", below the humans (h)"`` when the
+      interval lies below h, ``", level with the humans (h)"`` when it includes h and
+      ``", above the humans (h)"`` when it lies above.
+
+    Never better than "indistinguishable from chance" while the interval includes 0.5."""
+    if value is None:
+        return "n/a"
+    if not enough or ci is None:
+        return "too few rows of a class"
+    lo, hi = ci
+    if lo <= 0.5 <= hi:
+        return "indistinguishable from chance"
+    if hi < 0.5:
+        return "below chance"
+    if human is None:
+        return "above chance"
+    side = "below" if hi < human else "above" if lo > human else "level with"
+    return f"above chance, {side} the humans ({human:.3f})"
 
 
 SLICE_COLUMNS = ["n", "accuracy", "balanced_accuracy", "f1", "precision", "recall", "specificity", "auroc",

@@ -120,15 +120,12 @@ def auroc(truth, scores) -> float | None:
     return float(value) if np.isfinite(value) else None
 
 
-def auroc_with_intervals(truth: np.ndarray, scores: np.ndarray, clips: np.ndarray, categories: np.ndarray, *,
-                         bootstrap: Bootstrap) -> dict:
-    """``{"auroc", "auroc_ci95", "macro_auroc", "macro_auroc_ci95", "n_categories"}`` (module
-    docstring), resampling clips; values None where undefined. ``n_categories``: categories
-    whose AUROC is defined (both classes present)."""
+def auroc_draws(truth: np.ndarray, scores: np.ndarray, clips: np.ndarray, categories: np.ndarray, *,
+                bootstrap: Bootstrap) -> tuple[np.ndarray, np.ndarray]:
+    """``(values, draws)``: the pooled AUROC and the macro AUROC over categories (NaN where
+    undefined), and the same two on every clip resample (``draws × 2``). Rows must not be empty."""
     t = np.asarray(truth, dtype=np.float64)
     s = np.asarray(scores, dtype=np.float64)
-    if len(t) == 0:
-        return {"auroc": None, "auroc_ci95": None, "macro_auroc": None, "macro_auroc_ci95": None, "n_categories": 0}
     clip = _clip_codes(clips)
     cat, _ = _codes(categories)
     # the rows twice: once all together (group 0), once by category (groups 1..C)
@@ -142,8 +139,19 @@ def auroc_with_intervals(truth: np.ndarray, scores: np.ndarray, clips: np.ndarra
             return np.column_stack([a[:, 0], np.nanmean(a[:, 1:], axis=1)])
 
     n_clips = int(clip.max()) + 1
-    full = statistic(np.ones((1, n_clips)))[0]
-    stats = bootstrap.map(statistic, n_clips, cells_per_resample=len(rows))
+    return statistic(np.ones((1, n_clips)))[0], bootstrap.map(statistic, n_clips, cells_per_resample=len(rows))
+
+
+def auroc_with_intervals(truth: np.ndarray, scores: np.ndarray, clips: np.ndarray, categories: np.ndarray, *,
+                         bootstrap: Bootstrap) -> dict:
+    """``{"auroc", "auroc_ci95", "macro_auroc", "macro_auroc_ci95", "n_categories"}`` (module
+    docstring), resampling clips; values None where undefined. ``n_categories``: categories
+    whose AUROC is defined (both classes present)."""
+    t = np.asarray(truth, dtype=np.float64)
+    if len(t) == 0:
+        return {"auroc": None, "auroc_ci95": None, "macro_auroc": None, "macro_auroc_ci95": None, "n_categories": 0}
+    full, stats = auroc_draws(truth, scores, clips, categories, bootstrap=bootstrap)
+    cat, _ = _codes(categories)
     defined = [bool(t[cat == c].min() != t[cat == c].max()) for c in np.unique(cat)]
     return {"auroc": float(full[0]) if np.isfinite(full[0]) else None, "auroc_ci95": percentile_interval(stats[:, 0]),
             "macro_auroc": float(full[1]) if np.isfinite(full[1]) else None,

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from .agreement import PRESELECT_RATER
+from .compare import ONE_CLASS_SHARE
 
 LANDIS_KOCH = (
     (None, 0.0, "poor (below chance)"),
@@ -114,8 +115,8 @@ def slice_table_kinds(table) -> dict[str, str]:
 # agreement figures with their support (summary.json["agreement_detail"])
 
 FIGURE_LABELS = {
-    "exact_3way_binary": "exact agreement of all three raters (binary)",
-    "exact_3way_ordinal": "exact agreement of all three raters (ordinal)",
+    "exact_3way_binary": "exact agreement of all raters of a complete item (binary)",
+    "exact_3way_ordinal": "exact agreement of all raters of a complete item (ordinal)",
     "pairwise_exact_binary": "pairwise exact agreement (binary)",
     "pairwise_exact_ordinal": "pairwise exact agreement (ordinal)",
     "pairwise_binary_kappa_mean": "mean pairwise Cohen's κ (binary)",
@@ -269,7 +270,7 @@ def agreement_sections(a, h: str) -> str:
                      for k in ("kappa_binary", *(("kappa_ordinal", "kappa_ordinal_quadratic") if ordinal else ()))]
             rows.append((r["pair"].replace("__", " – "), r["n_items"], shown[0], kappa_band(r["kappa_binary"]) if ok else "",
                          *shown[1:]))
-        parts.append("\nCohen's κ per rater pair, on the items rated by exactly three raters that both rated:\n\n"
+        parts.append("\nCohen's κ per rater pair, on the complete items that both rated:\n\n"
                      + md_table(columns, rows))
 
     parts.append(f"\n{h}# Human upper bound\n\n" + figure_table(detail, [
@@ -345,8 +346,9 @@ def subset_section(a, level: int = 2, figures=None) -> str:
     coverage = ", ".join(f"{n} rater{'s' if n != '1' else ''}: {c:,}" for n, c in sm["rater_coverage"].items())
     parts.append(
         f"{sm['rows_raw']:,} annotation rows read, {sm['rows_deduplicated']:,} after keeping each rater's "
-        f"latest vote per item, over {sm['items_total']:,} items from {len(sm['annotators'])} annotators. "
-        f"{sm['items_complete']:,} items have exactly 3 raters (complete), {sm['items_incomplete']:,} do not. "
+        f"latest vote per item, over {sm['items_total']:,} items from {len(sm['raters_present'])} annotators. "
+        f"{sm['items_complete']:,} items were rated by {sm['complete_item_raters']} raters (complete), "
+        f"{sm['items_incomplete']:,} were not. "
         f"Rater coverage — {coverage}.\n"
     )
     if "items_flagged" in sm:
@@ -360,9 +362,9 @@ def subset_section(a, level: int = 2, figures=None) -> str:
     for t in s.slice_tables:
         parts.append(f"\n{h}# Per {t.key.replace('_', ' ')}\n\n" + df_table(a.tables[t.file], slice_table_kinds(t)))
     tables = {t.file: t for t in s.slice_tables}
-    for key, file, rows_sel in s.summary_tables:
+    for key, file, rows_sel, heading, note in s.summary_tables:
         if rows_sel != "all":
-            parts.append(f"\n{h}# {key.replace('_', ' ').capitalize()} (5)\n\n"
+            parts.append(f"\n{h}# {heading}\n\n{note}\n\n"
                          + df_table(pd.DataFrame(sm[key]), slice_table_kinds(tables[file])))
     if a.flags is not None and len(a.flags):
         keys = list(s.item_key)
@@ -456,13 +458,16 @@ def score_rubric(s: dict) -> str:
         bands.append((name, f"{fraction(lo)} – {fraction(min(limit, 1.0))}"))
         lo = limit
     return ("## Score rubric\n\n" + md_table([("reference", TEXT), ("value", TEXT)], rows) + "\n"
+            + "Upstream's bands below are absolute: they ignore the interval and the humans (a random scorer on a "
+              "handful of rows can land in \"Good\"). Read each figure's verdict instead.\n\n"
             + md_table([("band", TEXT), ("balanced accuracy", TEXT)], bands))
 
 
 def _metric_rows(m: dict) -> list:
     ci = m.get("balanced_accuracy_ci95")
     return [("n", count(m["n"])), ("balanced accuracy", fraction(m["balanced_accuracy"])),
-            ("95 % CI (clip bootstrap)", interval(ci)), ("band", m.get("band", "n/a")),
+            ("95 % CI (clip bootstrap)", interval(ci)), ("verdict", m.get("verdict", "n/a")),
+            ("band (upstream's, absolute: see the rubric)", m.get("band", "n/a")),
             ("accuracy", fraction(m["accuracy"])), ("precision", fraction(m["precision"])),
             ("recall", fraction(m["recall"])), ("specificity", fraction(m.get("specificity"))), ("F1", fraction(m["f1"])),
             ("AUROC", fraction(m.get("auroc"))), ("average precision", fraction(m.get("average_precision"))),
@@ -522,23 +527,36 @@ def vs_humans_table(v: dict) -> str:
 
 
 def headline_table(s: dict, category: str) -> str:
-    """AUROC (and its macro-average over categories) and the balanced accuracy of cross-validated
-    thresholds: the headlines no threshold was tuned for on the rows they score."""
-    a, cv = s["auroc_headline"], s["thresholds_cv"]
-    rows = [("AUROC (threshold-free)", fraction(a["auroc"]), interval(a["auroc_ci95"]), count(s["overall"]["n"])),
-            (f"macro AUROC over {category.replace('_', ' ')} ({a['n_categories']} with both classes)",
-             fraction(a["macro_auroc"]), interval(a["macro_auroc_ci95"]), count(s["overall"]["n"]))]
-    for key, title in (("global", "one threshold"), ("per_prompt", "one threshold per prompt")):
+    """The headlines, in the order to read them: the within-category (macro) AUROC, the balanced
+    accuracy of cross-validated thresholds (per prompt, then one global), the balanced accuracy at
+    the fixed threshold, and last the pooled AUROC, which mixes the prompts' base rates. Each with
+    its interval, rows and :func:`metrics.verdict` (relative to chance and the humans)."""
+    a, cv, o = s["auroc_headline"], s["thresholds_cv"], s["overall"]
+    cat = category.replace("_", " ")
+    rows = [(f"macro AUROC: mean of the AUROC within each {cat} ({a['n_categories']} with both classes)",
+             fraction(a["macro_auroc"]), interval(a["macro_auroc_ci95"]), count(o["n"]), a.get("macro_auroc_verdict", ""))]
+    for key, title in (("per_prompt", "one threshold per prompt"), ("global", "one threshold")):
         if key in cv:
             rows.append((f"balanced accuracy, cross-validated {title} ({cv['folds']} folds by clip)",
-                         fraction(cv[key]["balanced_accuracy"]), interval(cv[key]["ci95"]), count(cv[key]["n"])))
-    rows.append((f"balanced accuracy at the fixed threshold {s['threshold']:g}", fraction(s["overall"]["balanced_accuracy"]),
-                 interval(s["overall"].get("balanced_accuracy_ci95")), count(s["overall"]["n"])))
-    return ("## Headlines no threshold was tuned for\n\n"
-            "A fixed threshold can make a good model look like chance (a CLAP model's cosines are mostly positive, so "
-            "0 means \"always present\"). Read AUROC, and the balanced accuracy of thresholds chosen on the other "
-            "folds of clips only. Intervals: clip bootstrap.\n\n"
-            + md_table([("headline", TEXT), ("value", TEXT), ("95 % CI", TEXT), ("rows", TEXT)], rows))
+                         fraction(cv[key]["balanced_accuracy"]), interval(cv[key]["ci95"]), count(cv[key]["n"]),
+                         cv[key].get("verdict", "")))
+    rows.append((f"balanced accuracy at the fixed threshold {s['threshold']:g}", fraction(o["balanced_accuracy"]),
+                 interval(o.get("balanced_accuracy_ci95")), count(o["n"]), o.get("verdict", "")))
+    rows.append(("AUROC pooled over all prompts (mixes their base rates: read the macro figure)", fraction(a["auroc"]),
+                 interval(a["auroc_ci95"]), count(o["n"]), a.get("auroc_verdict", "")))
+    h = (s.get("human_reference") or {}).get("balanced_accuracy")
+    human = (f"the humans' own pairwise balanced accuracy, {fraction(h)}" if h is not None else
+             "no human figure (the analysis run's human figures rest on too few items)")
+    return ("## Headlines\n\n"
+            f"Read them in this order. The macro AUROC ranks clips within each {cat}, so a score that only knows how "
+            "often each prompt is present gains nothing from it; the pooled AUROC does gain (it is listed last). "
+            "Cross-validated thresholds are chosen on the other folds of clips only, and their interval re-chooses "
+            "them in every resample. A fixed threshold can make a good model look like chance (a CLAP model's cosines "
+            "are mostly positive, so 0 means \"always present\"). Intervals: clip bootstrap, 95 %. The verdict "
+            "compares the interval with chance (0.5) and, for balanced accuracy, with " + human + "; it never reads "
+            "better than \"indistinguishable from chance\" while the interval includes 0.5, and needs "
+            f"{count(s.get('min_class_rows', 0))} rows of each class.\n\n"
+            + md_table([("headline", TEXT), ("value", TEXT), ("95 % CI", TEXT), ("rows", TEXT), ("verdict", TEXT)], rows))
 
 
 def graded_table(g: dict, category: str) -> str:
@@ -580,10 +598,10 @@ def benchmark_report(r, figures=None) -> str:
     fs = s["filter_stats"]
     mcr = s.get("min_class_rows", 0)
     parts = [f"# {subset.name} — benchmark report\n", score_rubric(s)]
-    if "vs_humans" in s:
-        parts.append(vs_humans_table(s["vs_humans"]))
     if "auroc_headline" in s:
         parts.append(headline_table(s, subset.category_slice))
+    if "vs_humans" in s:
+        parts.append(vs_humans_table(s["vs_humans"]))
     if "graded" in s:
         parts.append(graded_table(s["graded"], subset.category_slice))
     if "prompt_templates" in s:
@@ -631,17 +649,39 @@ def benchmark_report(r, figures=None) -> str:
 def comparison_report(board: pd.DataFrame, pairs: pd.DataFrame, figure: str | None, *, draws: int, seed: int) -> str:
     parts = ["# emolia-bench — comparison of runs\n"]
     if figure:
-        parts.append(f"![Balanced accuracy, overall]({figure})\n")
+        parts.append(f"![Paired differences between runs]({figure})\n")
     overall = board[board["slice"] == "overall"]
-    parts.append("## Leaderboard\n\n" + md_table(
-        [("subset", TEXT), ("run", TEXT), ("n", COUNT), ("balanced accuracy", FRACTION), ("95 % CI", INTERVAL),
-         ("threshold", THRESHOLD), ("mode", TEXT)],
-        [(r.subset, r.run, r.n, r.balanced_accuracy, [r.ci_low, r.ci_high], r.threshold, r.mode)
-         for r in overall.itertuples()]))
-    parts.append("## Paired tests\n\nΔ = balanced accuracy of B minus A on the rows both scored; interval and p from a "
-                 f"paired bootstrap over clips ({draws} draws, seed {seed}); the p-value to read is the clip-level "
-                 "sign-flip permutation test (it keeps the rows of a clip together; the bootstrap p is kept for "
-                 "reference); b: rows A got right and B wrong, c: the reverse.\n\n" + md_table(
+    flagged = overall[overall["one_class"].astype(bool)]
+    parts.append("## Leaderboard\n\nRanked by macro AUROC (mean of the AUROC within each category: no threshold, "
+                 "no prompt base rates), then the balanced accuracy of cross-validated per-prompt thresholds, then the "
+                 "balanced accuracy at each run's fixed threshold. Intervals: each run's own clip bootstrap; whether two "
+                 "runs differ is in the paired tests below.\n\n" + md_table(
+                     [("subset", TEXT), ("run", TEXT), ("n", COUNT), ("macro AUROC", FRACTION), ("95 % CI", INTERVAL),
+                      ("CV balanced accuracy", FRACTION), ("95 % CI", INTERVAL), ("balanced accuracy", FRACTION),
+                      ("95 % CI", INTERVAL), ("threshold", THRESHOLD), ("called present", TEXT), ("mode", TEXT)],
+                     [(r.subset, r.run + (" ⚠ one class" if r.one_class else ""), r.n, r.macro_auroc,
+                       [r.macro_auroc_ci_low, r.macro_auroc_ci_high], r.cv_balanced_accuracy, [r.cv_ci_low, r.cv_ci_high],
+                       r.balanced_accuracy, [r.ci_low, r.ci_high], r.threshold, pct(r.share_called_present), r.mode)
+                      for r in overall.itertuples()]))
+    if len(flagged):
+        parts.append("⚠ one class: " + "; ".join(f"{r.run} ({r.subset}) calls {pct(r.share_called_present)} of its rows "
+                                                 "present" for r in flagged.itertuples())
+                     + f". At or beyond {ONE_CLASS_SHARE:.0%} of rows in one class, a balanced accuracy at the fixed "
+                       "threshold is about 0.5 whatever the scores; read the macro AUROC and the cross-validated figure.\n")
+    parts.append("## Paired tests\n\nΔ = B minus A on the rows both scored; interval and p from a paired bootstrap "
+                 f"over clips ({draws} draws, seed {seed}: both runs scored on the same resamples).\n\n"
+                 "### The headlines no threshold was tuned for\n\n" + md_table(
+                     [("subset", TEXT), ("A", TEXT), ("B", TEXT), ("rows", COUNT), ("Δ macro AUROC", SIGNED),
+                      ("95 % CI", INTERVAL), ("p", P_VALUE), ("Δ CV balanced accuracy", SIGNED), ("95 % CI", INTERVAL),
+                      ("p", P_VALUE)],
+                     [(r.subset, r.run_a, r.run_b, r.rows, r.macro_auroc_difference,
+                       [r.macro_auroc_difference_ci_low, r.macro_auroc_difference_ci_high], r.macro_auroc_p_bootstrap,
+                       r.cv_balanced_accuracy_difference,
+                       [r.cv_balanced_accuracy_difference_ci_low, r.cv_balanced_accuracy_difference_ci_high],
+                       r.cv_balanced_accuracy_p_bootstrap) for r in pairs.itertuples()])
+                 + "\n\n### Balanced accuracy at the fixed threshold\n\nThe p-value to read is the clip-level "
+                   "sign-flip permutation test (it keeps the rows of a clip together; the bootstrap p is kept for "
+                   "reference); b: rows A got right and B wrong, c: the reverse.\n\n" + md_table(
                      [("subset", TEXT), ("A", TEXT), ("B", TEXT), ("rows", COUNT), ("Δ", SIGNED), ("95 % CI", INTERVAL),
                       ("p (bootstrap)", P_VALUE), ("b", COUNT), ("c", COUNT), ("p (clip sign-flip)", P_VALUE)],
                      [(r.subset, r.run_a, r.run_b, r.rows, r.difference, [r.difference_ci_low, r.difference_ci_high],

@@ -181,3 +181,80 @@ def test_the_order_of_rows_changes_nothing(project, tmp_path):
         assert run_script("compare.py", "runs/a", f"runs/{name}", "--names", "a", "b", "--output-dir",
                           tmp_path / name, cwd=project).returncode == 0
     assert (tmp_path / "b_sorted/pairwise.csv").read_bytes() == (tmp_path / "b_shuffled/pairwise.csv").read_bytes()
+
+
+def rescored(project, name, similarity, threshold=0.0):
+    """A copy of run "a" whose emo rows carry ``similarity(pred frame) -> array`` and the decisions
+    at ``threshold``, with its summary's macro AUROC set to what benchmark.py would write
+    (scikit-learn's per-emotion AUROC, averaged over emotions with both classes)."""
+    from sklearn.metrics import roc_auc_score
+
+    run = copy_run(project, "a", name)
+    pred = pd.read_csv(run / "emolia-emo/predictions.csv", keep_default_na=False, dtype=str)
+    sims = similarity(pred)
+    pred["similarity"] = [repr(float(x)) for x in sims]
+    pred["pred_present"] = (sims >= threshold).astype(int).astype(str)
+    pred.to_csv(run / "emolia-emo/predictions.csv", index=False)
+    t = pred["majority_present"].astype(int).to_numpy()
+    per = [roc_auc_score(t[g], sims[g]) for g in (pred.groupby("queried_emotion").indices.values())
+           if t[g].min() != t[g].max()]
+    s = json.loads((run / "emolia-emo/summary.json").read_text())
+    s["auroc_headline"]["macro_auroc"] = float(np.mean(per))
+    (run / "emolia-emo/summary.json").write_text(json.dumps(s))
+    return run, t, sims, pred
+
+
+def test_paired_headline_differences_equal_scikit_learn_and_a_one_class_run_is_flagged(project, tmp_path):
+    from sklearn.metrics import roc_auc_score
+
+    # B: cosines in 0.17–0.21 that rank the truth well but sit above the threshold 0 -> every row
+    # "present", balanced accuracy 0.5 at the threshold; ranked first on macro AUROC all the same
+    rng = np.random.default_rng(3)
+    _, t, sims, pred = rescored(project, "cosines", lambda p: 0.17 + 0.03 * p["majority_present"].astype(int).to_numpy()
+                                + 0.01 * rng.random(len(p)))
+    r = run_script("compare.py", "runs/a", "runs/cosines", "--output-dir", tmp_path, cwd=project, figures=True)
+    assert r.returncode == 0, r.stderr
+    board = pd.read_csv(tmp_path / "leaderboard.csv")
+    emo = board[(board["subset"] == "emolia-emo") & (board["slice"] == "overall")]
+    assert emo["run"].tolist() == ["cosines", "a"]  # macro AUROC first, although its balanced accuracy is 0.5
+    assert emo.set_index("run").loc["cosines", "one_class"] and not emo.set_index("run").loc["a", "one_class"]
+    assert emo.set_index("run").loc["cosines", "share_called_present"] == 1.0
+    assert "⚠ one class" in (tmp_path / "leaderboard.md").read_text()
+    pair = pd.read_csv(tmp_path / "pairwise.csv").set_index("subset").loc["emolia-emo"]
+    a_sims = pd.read_csv(project / "runs/a/emolia-emo/predictions.csv")["similarity"].to_numpy()
+    cats = pred["queried_emotion"].to_numpy()
+
+    def macro(truth, s, c):
+        per = [roc_auc_score(truth[c == k], s[c == k]) for k in np.unique(c) if truth[c == k].min() != truth[c == k].max()]
+        return np.mean(per) if per else np.nan
+
+    assert pair["macro_auroc_a"] == pytest.approx(macro(t, a_sims, cats), abs=1e-12)
+    assert pair["macro_auroc_b"] == pytest.approx(macro(t, sims, cats), abs=1e-12)
+    assert pair["macro_auroc_difference"] == pytest.approx(macro(t, sims, cats) - macro(t, a_sims, cats), abs=1e-12)
+    # the interval: the same difference on each clip resample, written out as the rows it holds
+    clip = pd.factorize(pred["audio_path"], sort=True)[0]
+    from .test_headlines import explicit_clip_resamples
+
+    diffs = []
+    for w in explicit_clip_resamples(clip.max() + 1, 1000, seed=20260401)[:, clip]:
+        tt, cc = np.repeat(t, w), np.repeat(cats, w)
+        diffs.append(macro(tt, np.repeat(sims, w), cc) - macro(tt, np.repeat(a_sims, w), cc) if tt.min() != tt.max()
+                     else np.nan)
+    from emolia_bench.resampling import percentile_interval
+
+    lo, hi = percentile_interval(np.array(diffs))
+    assert (pair["macro_auroc_difference_ci_low"], pair["macro_auroc_difference_ci_high"]) == (
+        pytest.approx(lo, abs=1e-12), pytest.approx(hi, abs=1e-12))
+    assert (tmp_path / "comparison.png").stat().st_size > 1000 and (tmp_path / "leaderboard.png").stat().st_size > 1000
+
+
+def test_identical_runs_have_zero_headline_differences(project, tmp_path):
+    copy_run(project, "a", "same2")
+    r = run_script("compare.py", "runs/a", "runs/same2", "--output-dir", tmp_path, "--no-figures", cwd=project)
+    assert r.returncode == 0, r.stderr
+    pairs = pd.read_csv(tmp_path / "pairwise.csv")
+    for name in ("macro_auroc", "cv_balanced_accuracy"):
+        defined = pairs[f"{name}_difference"].notna()
+        assert defined.any()
+        assert (pairs.loc[defined, f"{name}_difference"] == 0).all()
+        assert (pairs.loc[defined, f"{name}_p_bootstrap"] == 1).all()

@@ -134,3 +134,75 @@ def test_graded_targets_and_the_human_reference_by_hand():
     assert g["human_reference"]["human"]["rho"] == pytest.approx(spearmanr(own, others)[0])
     assert g["human_reference"]["model"]["rho"] == pytest.approx(spearmanr(model, others)[0])
     assert g["human_reference"]["human"]["n"] == 12
+
+
+def reference_cv_thresholds(truth, scores, folds, fallback, groups=None):
+    """Cross-validated thresholds written from the definition, with scikit-learn's balanced
+    accuracy: for each fold, try every training score as the threshold (lowest first, keep the
+    first best) on the other folds' rows; per group, the same within the group's training rows,
+    falling back to the fold's global threshold when they lack a class."""
+    from sklearn.metrics import balanced_accuracy_score
+
+    def best(t, s):
+        if len(t) == 0 or t.min() == t.max():
+            return None
+        cand = np.unique(s)
+        scores_ = [balanced_accuracy_score(t, (s >= c).astype(int)) for c in cand]
+        return cand[int(np.argmax(scores_))]
+
+    applied = np.empty(len(truth))
+    for f in np.unique(folds):
+        b = best(truth[folds != f], scores[folds != f])
+        applied[folds == f] = fallback if b is None else b
+        if groups is not None:
+            for g in np.unique(groups):
+                train, test = (folds != f) & (groups == g), (folds == f) & (groups == g)
+                b = best(truth[train], scores[train])
+                if b is not None:
+                    applied[test] = b
+    return applied
+
+
+@pytest.mark.parametrize("per_prompt", [False, True])
+def test_cv_interval_re_runs_the_whole_cross_validation_on_each_resample(per_prompt):
+    from sklearn.metrics import balanced_accuracy_score
+
+    from emolia_bench.thresholds import cv_balanced_accuracy
+
+    rng = np.random.default_rng(11)
+    n_clips, draws = 40, 60
+    clip = np.repeat(np.arange(n_clips), rng.integers(1, 4, n_clips))
+    n = len(clip)
+    prompts = rng.choice(["p", "q", "r"], n)
+    truth = (rng.random(n) < np.where(prompts == "p", 0.8, 0.4)).astype(int)
+    scores = np.round(rng.normal(size=n) + 0.7 * truth, 1)  # ties
+    names = np.array([f"c{i:02d}" for i in clip])  # names sort as the numbers do
+    folds = clip_folds(names, 4, seed=2)
+    groups = prompts if per_prompt else None
+    point, got, applied = cv_balanced_accuracy(truth, scores, names, folds, 0.0, groups,
+                                               bootstrap=Bootstrap(draws=draws, seed=4))
+    expected = reference_cv_thresholds(truth, scores, folds, 0.0, groups)
+    assert applied.tolist() == expected.tolist()
+    assert point == pytest.approx(balanced_accuracy_score(truth, scores >= expected), abs=1e-12)
+    # each resample, written out as the rows it holds, cross-validated from scratch
+    stats = []
+    for w in explicit_clip_resamples(n_clips, draws, seed=4)[:, clip]:
+        t, s, f = np.repeat(truth, w), np.repeat(scores, w), np.repeat(folds, w)
+        g = np.repeat(prompts, w) if per_prompt else None
+        stats.append(balanced_accuracy_score(t, s >= reference_cv_thresholds(t, s, f, 0.0, g))
+                     if t.min() != t.max() else np.nan)
+    assert got == pytest.approx(np.array(stats), abs=1e-12, nan_ok=True)
+
+
+def test_a_score_that_only_knows_each_prompts_base_rate_gains_on_pooled_auroc_but_not_on_macro():
+    # The report found a prevalence-only score at pooled AUROC 0.660 (macro 0.491). Here by
+    # construction: within a prompt every score is equal, so each prompt's AUROC is exactly 0.5
+    # (all pairs tied); pooled, prompts with more positives score higher, which AUROC rewards.
+    rng = np.random.default_rng(2)
+    prompts = np.repeat(["p", "q", "r"], 200)
+    rate = {"p": 0.9, "q": 0.5, "r": 0.1}
+    truth = (rng.random(600) < np.vectorize(rate.get)(prompts)).astype(int)
+    score = np.vectorize(rate.get)(prompts).astype(float)
+    got = auroc_with_intervals(truth, score, np.arange(600).astype(str), prompts, bootstrap=Bootstrap(draws=50, seed=1))
+    assert got["macro_auroc"] == 0.5
+    assert got["auroc"] == pytest.approx(roc_auc_score(truth, score), abs=1e-12) and got["auroc"] > 0.7

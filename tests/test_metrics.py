@@ -1,5 +1,7 @@
 """Metric values on hand-computed fixtures, and shared invariants every metric must satisfy."""
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -202,3 +204,42 @@ def test_report_marks_small_slices():
     assert too_small({"n_positive": 1.0, "n_negative": 50.0}, 20) == "too small (1 positive)"
     assert too_small({"n_positive": 0.0, "n_negative": 50.0}, 20) == "n/a (no positives)"
     assert too_small({"n_positive": 20.0, "n_negative": 20.0}, 20) is None
+
+
+def test_verdict_is_relative_to_chance_and_the_humans_and_never_flatters_an_interval_with_chance():
+    from emolia_bench.metrics import verdict
+
+    # a high point value whose interval still reaches 0.5 is no better than chance
+    assert verdict(0.75, (0.45, 0.95)) == "indistinguishable from chance"
+    assert verdict(0.75, (0.5, 0.95)) == "indistinguishable from chance"  # 0.5 itself is inside
+    assert verdict(0.40, (0.30, 0.49)) == "below chance"
+    assert verdict(0.60, (0.52, 0.68)) == "above chance"
+    # against the humans' 0.562: the interval below it, around it, above it
+    assert verdict(0.54, (0.51, 0.56), human=0.562) == "above chance, below the humans (0.562)"
+    assert verdict(0.57, (0.53, 0.60), human=0.562) == "above chance, level with the humans (0.562)"
+    assert verdict(0.62, (0.58, 0.66), human=0.562) == "above chance, above the humans (0.562)"
+    # too few rows of a class, or no interval, or no value
+    assert verdict(0.75, (0.6, 0.9), enough=False) == "too few rows of a class"
+    assert verdict(0.75, None) == "too few rows of a class"
+    assert verdict(None, None) == "n/a"
+
+
+def test_a_random_scorer_on_a_small_sample_is_never_rated_above_chance(demo_scored, tmp_path):
+    # The report found: `--min-raters 2 --limit 50` printed "balanced accuracy 0.750 (Good)" for the
+    # sham scorer on 4 negatives. Whatever the sample, the sham scorer (a hash: no information)
+    # must read "too few rows of a class" or "indistinguishable from chance" everywhere.
+    from .conftest import run_script
+
+    r = run_script("benchmark.py", "--analysis-root", demo_scored / "an", "--output-dir", tmp_path / "b",
+                   "--min-raters", "2", "--limit", "50", "--no-figures")
+    assert r.returncode == 0, r.stderr
+    allowed = {"too few rows of a class", "indistinguishable from chance", "n/a"}
+    for subset in ("emolia-emo", "emolia-dim"):
+        s = json.loads((tmp_path / "b" / subset / "summary.json").read_text())
+        verdicts = [s["overall"]["verdict"], s["unanimous_subset"]["verdict"], s["auroc_headline"]["auroc_verdict"],
+                    s["auroc_headline"]["macro_auroc_verdict"],
+                    *[s["thresholds_cv"][k]["verdict"] for k in ("global", "per_prompt") if k in s["thresholds_cv"]]]
+        assert set(verdicts) <= allowed, (subset, verdicts)
+        report = (tmp_path / "b" / subset / "report.md").read_text()
+        assert "above chance" not in report.replace("never reads better", "")
+    assert "Good" not in r.stdout and "Excellent" not in r.stdout
