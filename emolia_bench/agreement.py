@@ -6,9 +6,12 @@ sorted rater names, so ``a < b`` in codes is ``a < b`` in names.
 
 Definitions and undefined cases (undefined -> ``None``, written as JSON ``null``):
 
-* complete item: exactly 3 raters.
-* ``exact_3way``: share of complete items whose ratings are all equal; None without complete
-  items.
+* complete item: rated by exactly 3 raters (upstream's rule), or by every rater present when
+  fewer than three are (after ``--exclude-raters``: excluding one of three leaves the other two's
+  figures; upstream's rule would leave none). :func:`panel_size` gives the number; panels of
+  three or more keep upstream's figures exactly. With one rater nothing is complete.
+* ``exact_3way`` (upstream's name): share of complete items whose ratings are all equal; None
+  without complete items.
 * ``pairwise_exact``: per rater pair, the share of complete items rated by both on which they
   agree; mean over pairs with at least one such item [ours: missing cells are not
   disagreements]. None when no pair shares a complete item.
@@ -19,8 +22,8 @@ Definitions and undefined cases (undefined -> ``None``, written as JSON ``null``
   with equal binary votes; unweighted mean over pairs. Balanced: for each pair, balanced
   accuracy with A as truth and B as prediction and vice versa, each kept only when its truth
   has both classes; mean of kept values.
-* leave-one-out: on items with ≥3 votes, every vote against the majority of the item's other
-  votes; ties among the others are skipped; pooled. Its balanced accuracy is
+* leave-one-out: on items with ≥3 votes (≥2 when only two raters are present), every vote
+  against the majority of the item's other votes; ties among the others are skipped; pooled. Its balanced accuracy is
   :func:`metrics.balanced_accuracy_over_present_classes` (scikit-learn's semantics: mean recall
   over the truth classes present), as upstream computes it; the sampling prior's agreement with
   the consensus likewise.
@@ -46,6 +49,7 @@ from .summary import Figure, Support
 
 PRESELECT_RATER = "gemini3flash_preselect"
 PRESELECTION_MIN_HUMANS = 2
+UPSTREAM_COMPLETE = 3
 
 
 def _nanmean(values) -> float | None:
@@ -151,9 +155,18 @@ def votes_per_item(votes: pd.DataFrame) -> np.ndarray:
     return np.bincount(item)[item]
 
 
-def complete_matrix(votes: pd.DataFrame, column: str, n_per_item: int = 3) -> np.ndarray:
+def panel_size(votes: pd.DataFrame) -> int:
+    """How many raters a complete item has: three (upstream's), or every rater present in
+    ``votes`` when fewer than three are; 0 with one rater (nothing is complete)."""
+    present = int(votes["rater"].nunique())
+    return min(UPSTREAM_COMPLETE, present) if present >= 2 else 0
+
+
+def complete_matrix(votes: pd.DataFrame, column: str, n_per_item: int) -> np.ndarray:
     """items × n matrix of the votes of items with exactly ``n_per_item`` raters, rows in item
     order and columns in rater order."""
+    if n_per_item < 1:
+        return np.empty((0, 0), dtype=votes[column].dtype)
     keep = votes_per_item(votes) == n_per_item
     item, rater = votes["item"].to_numpy()[keep], votes["rater"].to_numpy()[keep]
     order = np.lexsort((rater, item))  # (item, rater) is unique: one vote per rater and item
@@ -183,7 +196,8 @@ def krippendorff_alpha(votes: pd.DataFrame, column: str, n_values: int, level: s
 
 
 def loo_comparisons(votes: pd.DataFrame) -> pd.DataFrame:
-    """Every vote of an item with ≥3 votes against the majority of the item's other votes.
+    """Every vote of an item with at least as many votes as a complete item (:func:`panel_size`:
+    3, or 2 when only two raters are present) against the majority of the item's other votes.
 
     Returns ``item, rater, truth, pred`` for the comparisons used (others' ties skipped).
     """
@@ -192,7 +206,7 @@ def loo_comparisons(votes: pd.DataFrame) -> pd.DataFrame:
     ones = np.bincount(item, weights=v)[item].astype(np.int64)
     other_ones = ones - v
     other_zeros = (n - 1) - other_ones
-    keep = (n >= 3) & (other_ones != other_zeros)
+    keep = (n >= max(2, panel_size(votes))) & (other_ones != other_zeros)
     return pd.DataFrame(
         {
             "item": item[keep],
@@ -470,16 +484,17 @@ def pair_kappas(pairs: pd.DataFrame, raters: list[str], ordinal: bool, n_values:
 
 class Panel:
     """What every agreement figure of one panel is computed from, derived once: the co-rated
-    pairs (with ordinal votes for an ordinal subset), the complete items (exactly three raters)
+    pairs (with ordinal votes for an ordinal subset), the complete items (:func:`panel_size`)
     and their pairs, and the complete items × raters matrices."""
 
     def __init__(self, votes: pd.DataFrame, ordinal: bool):
         self.votes, self.ordinal = votes, ordinal
         self.pairs = co_rated_pairs(votes, ("binary", "value") if ordinal else ("binary",))
-        self.complete_items = np.unique(votes.loc[votes_per_item(votes) == 3, "item"].to_numpy())
+        self.size = panel_size(votes)
+        self.complete_items = np.unique(votes.loc[votes_per_item(votes) == self.size, "item"].to_numpy())
         self.cpairs = self.pairs[self.pairs["item"].isin(self.complete_items)]
-        self.bin3 = complete_matrix(votes, "binary")
-        self.val3 = complete_matrix(votes, "value") if ordinal else None
+        self.bin3 = complete_matrix(votes, "binary", self.size)
+        self.val3 = complete_matrix(votes, "value", self.size) if ordinal else None
 
 
 def agreement_figures(panel: Panel, n_values: int) -> list[Resampled | None]:
@@ -515,6 +530,7 @@ def agreement_detail(panel: Panel, raters: list[str], n_values: int, agreement: 
     multi = votes[votes_per_item(votes) >= 2]
     m = np.bincount(pd.factorize(multi["item"])[0]) if len(multi) else np.empty(0, np.int64)
     comp = loo_comparisons(votes)
+    complete = f"items rated by {panel.size} raters (complete)"
 
     # point values of the figures that agreement does not hold
     _, _, t = pair_tables(cpairs, "binary", 2)
@@ -529,13 +545,13 @@ def agreement_detail(panel: Panel, raters: list[str], n_values: int, agreement: 
 
     n_complete, n_cpairs, n_cp_items = len(complete_items), len(cpairs), cpairs["item"].nunique()
     support = {  # name -> (value, n items, n comparisons, unit)
-        "exact_3way_binary": (agreement["exact_3way_binary"], n_complete, n_complete, "items rated by exactly three raters"),
-        "pairwise_exact_binary": (agreement["pairwise_exact_binary"], n_cp_items, n_cpairs, "items rated by exactly three raters"),
+        "exact_3way_binary": (agreement["exact_3way_binary"], n_complete, n_complete, complete),
+        "pairwise_exact_binary": (agreement["pairwise_exact_binary"], n_cp_items, n_cpairs, complete),
         "pairwise_binary_kappa_mean": (agreement["pairwise_binary_kappa"]["mean"], n_cp_items, n_cpairs,
-                                       "items rated by exactly three raters"),
+                                       complete),
         "pairwise_binary_kappa_mean_items_weighted": (values["pairwise_binary_kappa_mean_items_weighted"], n_cp_items,
-                                                      n_cpairs, "items rated by exactly three raters"),
-        "fleiss_binary_kappa": (agreement["fleiss_binary_kappa"], n_complete, 3 * n_complete, "items rated by exactly three raters"),
+                                                      n_cpairs, complete),
+        "fleiss_binary_kappa": (agreement["fleiss_binary_kappa"], n_complete, panel.size * n_complete, complete),
         "krippendorff_alpha_binary": (agreement["krippendorff_alpha_binary"], len(m), int((m * (m - 1) // 2).sum()),
                                       "items rated by two or more raters"),
         "human_pairwise_accuracy": (agreement["human_pairwise_accuracy"], pairs["item"].nunique(), len(pairs),
@@ -545,12 +561,12 @@ def agreement_detail(panel: Panel, raters: list[str], n_values: int, agreement: 
         "human_pairwise_balanced_accuracy": (agreement["human_pairwise_balanced_accuracy"], pairs["item"].nunique(),
                                              len(pairs), "items rated by two or more raters"),
         "human_loo_accuracy": (agreement["human_loo_accuracy"], comp["item"].nunique(), len(comp),
-                               "items with a leave-one-out comparison (three or more raters, the others not tied)"),
+                               "items with a leave-one-out comparison (three or more raters, or two when only two are present; the others not tied)"),
         "human_loo_balanced_accuracy": (agreement["human_loo_balanced_accuracy"], comp["item"].nunique(), len(comp),
-                                        "items with a leave-one-out comparison (three or more raters, the others not tied)"),
+                                        "items with a leave-one-out comparison (three or more raters, or two when only two are present; the others not tied)"),
     }
     if ordinal:
-        unit = "items rated by exactly three raters"
+        unit = complete
         support.update({
             "exact_3way_ordinal": (agreement["exact_3way_ordinal"], n_complete, n_complete, unit),
             "pairwise_exact_ordinal": (agreement["pairwise_exact_ordinal"], n_cp_items, n_cpairs, unit),
@@ -560,7 +576,7 @@ def agreement_detail(panel: Panel, raters: list[str], n_values: int, agreement: 
             "pairwise_ordinal_kappa_quadratic_mean": (values["pairwise_ordinal_kappa_quadratic_mean"], n_cp_items, n_cpairs, unit),
             "pairwise_ordinal_kappa_quadratic_mean_items_weighted": (
                 values["pairwise_ordinal_kappa_quadratic_mean_items_weighted"], n_cp_items, n_cpairs, unit),
-            "fleiss_ordinal_kappa": (agreement["fleiss_ordinal_kappa"], n_complete, 3 * n_complete, unit),
+            "fleiss_ordinal_kappa": (agreement["fleiss_ordinal_kappa"], n_complete, panel.size * n_complete, unit),
             "krippendorff_alpha_ordinal": (agreement["krippendorff_alpha_ordinal"], len(m), int((m * (m - 1) // 2).sum()),
                                            "items rated by two or more raters"),
         })
@@ -589,11 +605,12 @@ def _smallest_pair(pairs: pd.DataFrame) -> int:
 
 
 def agreement_by_slice(votes: pd.DataFrame, slice_of_item: pd.Series, ordinal: bool, n_values: int, *,
-                       bootstrap: Bootstrap, min_items: int = MIN_ITEMS) -> list[dict]:
+                       panel: int, bootstrap: Bootstrap, min_items: int = MIN_ITEMS) -> list[dict]:
     """Within each slice (e.g. task type): Krippendorff's α (binary; ordinal too) over the slice's
     items with ≥2 raters, with its item-bootstrap interval, and exact agreement over its items
-    rated by exactly three raters; each with its items and ``reliable``. ``slice_of_item`` maps
-    item code -> slice value. Slices in sorted order."""
+    rated by all ``panel`` raters (complete, :func:`panel_size` of the subset); each with its
+    items and ``reliable``. ``slice_of_item`` maps item code -> slice value. Slices in sorted
+    order."""
     out = []
     item_slice = slice_of_item.reindex(votes["item"].to_numpy()).to_numpy()
     for value in sorted(pd.unique(slice_of_item.dropna())):
@@ -606,7 +623,7 @@ def agreement_by_slice(votes: pd.DataFrame, slice_of_item: pd.Series, ordinal: b
             alphas["alpha_ordinal"] = ("value", n_values, "ordinal")
         figure = [alpha_resampled(v, alphas)]
         point, ci = point_values(figure), intervals(figure, bootstrap)
-        bin3 = complete_matrix(v, "binary")
+        bin3 = complete_matrix(v, "binary", panel)
         row = {"slice": value, "n_items": int(v["item"].nunique()), "n_items_two_or_more_raters": int(n_multi),
                "alpha_binary": point.get("alpha_binary"), "alpha_binary_ci95": ci.get("alpha_binary")}
         if ordinal:
@@ -615,7 +632,7 @@ def agreement_by_slice(votes: pd.DataFrame, slice_of_item: pd.Series, ordinal: b
         row["n_items_complete"] = int(len(bin3))
         row["exact_agreement_binary"] = exact_agreement(bin3)
         if ordinal:
-            row["exact_agreement_ordinal"] = exact_agreement(complete_matrix(v, "value"))
+            row["exact_agreement_ordinal"] = exact_agreement(complete_matrix(v, "value", panel))
         row["reliable"] = Support(min_items).reliable(n_multi)  # α's support: items with ≥2 raters
         row["exact_agreement_reliable"] = Support(min_items).reliable(row["n_items_complete"])
         out.append(row)

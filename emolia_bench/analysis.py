@@ -112,19 +112,21 @@ def analyze_subset(subset: Subset, ann: pd.DataFrame, users: pd.DataFrame, flags
         "rows_raw": int(lab.rows_raw),
         "rows_deduplicated": int(len(clean)),
         "items_total": int(len(items)),
-        "items_complete": int((n == 3).sum()),
-        "items_incomplete": int((n != 3).sum()),
+        "items_complete": int((n == panel.size).sum()),
+        "items_incomplete": int((n != panel.size).sum()),
+        "complete_item_raters": int(panel.size),  # [ours] a complete item's raters: 3, or 2 in a two-rater panel
     }
     if subset.has_flags:
         s["items_flagged"] = int(items["flagged"].sum())
     s["rater_coverage"] = {str(k): int(v) for k, v in n.value_counts().sort_index().items()}
     s["annotators"] = users["username"].tolist()
+    s["raters_present"] = raters  # [ours] those who rated in this run (after --exclude-raters)
     s["agreement"] = agreement
     s["augmented_agreement"] = augmented
     for key, column in ((subset.positive_rate_key, "majority_present"),
                         (subset.prior_match_rate_key, subset.prior_match_column)):
         s[key] = float(labels[column].mean()) if len(labels) else None
-    for key, file, rows in subset.summary_tables:
+    for key, file, rows, _, _ in subset.summary_tables:
         t = tables[file]
         t = t.head(5) if rows == "first5" else t.tail(5) if rows == "last5" else t
         s[key] = t.to_dict(orient="records")
@@ -138,12 +140,13 @@ def analyze_subset(subset: Subset, ann: pd.DataFrame, users: pd.DataFrame, flags
     # [ours] every figure with its support and interval, agreement within slices, rater profiles
     s["agreement_detail"] = ag.agreement_detail(panel, raters, len(subset.scale), agreement, ci, min_items)
     s[f"agreement_by_{subset.type_slice}"] = ag.agreement_by_slice(
-        votes, items[subset.type_slice], subset.ordinal, len(subset.scale), bootstrap=bootstrap, min_items=min_items)
+        votes, items[subset.type_slice], subset.ordinal, len(subset.scale), panel=panel.size, bootstrap=bootstrap,
+        min_items=min_items)
     clip_ms = clip_durations_ms(items, subset, dataset_root) if dataset_root is not None else None
     profiles = rater_profiles(clean, votes, raters, clip_ms)
     s["raters"] = {"flag_rule": FLAG_RULE, "flagged": profiles.loc[profiles["flagged"], "rater"].tolist() if len(profiles) else [],
                    "excluded": lab.excluded}
-    return SubsetAnalysis(subset, labels, tables, incomplete_items(items, subset), s, users, flags, unmatched, profiles,
+    return SubsetAnalysis(subset, labels, tables, incomplete_items(items, subset, panel.size), s, users, flags, unmatched, profiles,
                           votes_table(clean, subset))
 
 

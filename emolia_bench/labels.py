@@ -225,9 +225,10 @@ def slice_table(labels: pd.DataFrame, table: SliceTable) -> pd.DataFrame:
     return out.sort_values(by, ascending=asc, kind="stable").reset_index(drop=True)
 
 
-def incomplete_items(items: pd.DataFrame, subset: Subset) -> pd.DataFrame:
-    """Items whose cleaned rating count is not exactly 3, by count then key."""
+def incomplete_items(items: pd.DataFrame, subset: Subset, panel: int) -> pd.DataFrame:
+    """Items not rated by all ``panel`` raters present (the complete items' count), by count then
+    key."""
     keys = list(subset.item_key)
-    out = items.loc[items["n_raters"] != 3, [*keys, "n_raters", "usernames"]]
+    out = items.loc[items["n_raters"] != panel, [*keys, "n_raters", "usernames"]]
     out = out.rename(columns={"n_raters": "ratings_observed"})
     return out.sort_values(["ratings_observed", *keys], kind="stable").reset_index(drop=True)

@@ -101,7 +101,9 @@ class Subset:
     #: majority matches the sampling prior (``prior_match_column``)
     positive_rate_key: str
     prior_match_rate_key: str
-    summary_tables: tuple[tuple[str, str, str], ...]
+    #: (summary key, slice table file, which rows: all | first5 | last5, the report's heading for
+    #: them and a sentence saying what they rank)
+    summary_tables: tuple[tuple[str, str, str, str, str], ...]
     #: benchmark slices: the coarse "type" column and the fine "category" column
     type_slice: str
     category_slice: str
@@ -246,6 +248,10 @@ def dim_audio_paths(items: pd.DataFrame, dataset_root: Path) -> pd.Series:
 
 EMO_TASK_TYPES = ("affirmative", "contrastive_1", "contrastive_2", "penultimate", "ultimate")
 
+PREVALENCE_NOTE = ("Ranked by the share of items with a present majority. That share follows how often the emotion was "
+                   "asked about clips sampled to express it (the task type), so this ranks sampling, not how hard "
+                   "the emotion is to hear; the agreement per emotion is in the table above.")
+
 EMO = Subset(
     name="emolia-emo",
     item_key=("file_name", "queried_emotion", "task_type"),
@@ -314,11 +320,14 @@ EMO = Subset(
     ),
     positive_rate_key="majority_present_rate",
     prior_match_rate_key="preselection_confirm_rate",
-    # (summary key, slice table file, which rows: all | first5 | last5)
+    # upstream's "easiest" / "hardest" emotions are those with the most / fewest present
+    # majorities: a ranking of how the emotions were sampled (prevalence), not of how hard they are
     summary_tables=(
-        ("task_types", "per_task_type_summary.csv", "all"),
-        ("easiest_emotions", "per_emotion_summary.csv", "last5"),
-        ("hardest_emotions", "per_emotion_summary.csv", "first5"),
+        ("task_types", "per_task_type_summary.csv", "all", "Task types", ""),
+        ("easiest_emotions", "per_emotion_summary.csv", "last5",
+         "The 5 emotions most often judged present (upstream's `easiest_emotions`)", PREVALENCE_NOTE),
+        ("hardest_emotions", "per_emotion_summary.csv", "first5",
+         "The 5 emotions least often judged present (upstream's `hardest_emotions`)", PREVALENCE_NOTE),
     ),
     type_slice="task_type",
     category_slice="queried_emotion",
@@ -391,8 +400,8 @@ DIM = Subset(
     positive_rate_key="majority_yes_rate",
     prior_match_rate_key="polarity_match_rate",
     summary_tables=(
-        ("dimensions", "per_dimension_summary.csv", "all"),
-        ("polarities", "per_polarity_summary.csv", "all"),
+        ("dimensions", "per_dimension_summary.csv", "all", "Dimensions", ""),
+        ("polarities", "per_polarity_summary.csv", "all", "Polarities", ""),
     ),
     type_slice="polarity",
     category_slice="dimension",

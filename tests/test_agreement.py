@@ -51,7 +51,7 @@ def votes():
 
 def test_exact_3way(votes):
     # all-equal complete items: i1, i3 -> 2/4
-    assert ag.exact_agreement(ag.complete_matrix(votes, "binary")) == 0.5
+    assert ag.exact_agreement(ag.complete_matrix(votes, "binary", 3)) == 0.5
 
 
 def test_pairwise_exact_on_complete_items(votes):
@@ -80,7 +80,7 @@ def test_cohen_kappa_undefined_cases():
 def test_fleiss(votes):
     # counts (0s, 1s): i1 (0,3), i2 (1,2), i3 (3,0), i4 (1,2); P_i = (Σn²-3)/6 = 1, 1/3, 1, 1/3 -> P̄ = 2/3
     # p = 5/12, 7/12 -> P_e = 74/144 = 37/72 -> κ = (2/3 - 37/72)/(35/72) = 11/35
-    assert ag.fleiss(ag.complete_matrix(votes, "binary")) == pytest.approx(11 / 35)
+    assert ag.fleiss(ag.complete_matrix(votes, "binary", 3)) == pytest.approx(11 / 35)
 
 
 def test_fleiss_degenerate_and_empty():
@@ -109,7 +109,15 @@ def test_loo(votes):
 
 
 def test_loo_none_without_three_vote_items():
-    assert ag.loo_agreement(votes_frame({0: {0: 1, 1: 0}})) == (None, None, 0.0)
+    # three raters present, no item with three votes
+    assert ag.loo_agreement(votes_frame({0: {0: 1, 1: 0}, 1: {2: 1}})) == (None, None, 0.0)
+
+
+def test_loo_in_a_two_rater_panel_compares_each_vote_with_the_other():
+    # i0: 1 vs 0 -> both comparisons wrong; i1: 1 vs 1 -> both right. 4 comparisons, 2 right;
+    # truth 1 (three comparisons: i0's second, i1's two) has 2 right, truth 0 (one) has 0 -> (2/3 + 0)/2
+    acc, bal, n = ag.loo_agreement(votes_frame({0: {0: 1, 1: 0}, 1: {0: 1, 1: 1}}))
+    assert (acc, n) == (0.5, 4.0) and bal == pytest.approx(1 / 3)
 
 
 def test_krippendorff_alpha_binary(votes):

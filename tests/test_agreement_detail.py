@@ -29,7 +29,7 @@ from emolia_bench.raters import clip_durations_ms, rater_profiles
 from emolia_bench.resampling import Bootstrap
 from emolia_bench.subsets import EMO
 
-from .conftest import WORKED, run_script
+from .conftest import REPO, WORKED, run_script
 from .test_agreement import RATERS, votes_frame
 
 
@@ -120,7 +120,7 @@ def test_fleiss_statistic_equals_statsmodels(seed):
     from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
 
     v = random_panel(np.random.default_rng(seed), 30)
-    bin3, val3 = ag.complete_matrix(v, "binary"), ag.complete_matrix(v, "value")
+    bin3, val3 = ag.complete_matrix(v, "binary", 3), ag.complete_matrix(v, "value", 3)
     got = point(ag.fleiss_resampled({"b": (bin3, 2), "o": (val3, 3)}, np.arange(30)))
     assert got[0] == pytest.approx(fleiss_kappa(aggregate_raters(bin3)[0]), abs=1e-12)
     assert got[1] == pytest.approx(fleiss_kappa(aggregate_raters(val3)[0]), abs=1e-12)
@@ -154,7 +154,7 @@ def test_intervals_equal_an_explicit_resample_computed_with_the_libraries():
     n, draws, seed = 25, 200, 7
     v = random_panel(np.random.default_rng(11), n, n_values=2)  # every item rated by all three
     pairs = ag.co_rated_pairs(v)
-    bin3 = ag.complete_matrix(v, "binary")
+    bin3 = ag.complete_matrix(v, "binary", 3)
     got = ag.intervals([ag.kappa_resampled(pairs, "binary", 2, "kappa"),
                         ag.fleiss_resampled({"fleiss": (bin3, 2)}, np.arange(n)),
                         ag.alpha_resampled(v, {"alpha": ("binary", 2, "nominal")})], Bootstrap(draws=draws, seed=seed))
@@ -178,7 +178,7 @@ def test_intervals_equal_an_explicit_resample_computed_with_the_libraries():
 def test_agreement_within_slices():
     votes = votes_frame()
     slice_of_item = pd.Series(["x", "x", "x", "y", "y", "y"])
-    rows = ag.agreement_by_slice(votes, slice_of_item, ordinal=False, n_values=2, min_items=3,
+    rows = ag.agreement_by_slice(votes, slice_of_item, ordinal=False, n_values=2, panel=3, min_items=3,
                                   bootstrap=Bootstrap(draws=1000, seed=1))
     x, y = rows
     assert (x["slice"], y["slice"]) == ("x", "y")
@@ -278,7 +278,41 @@ def test_report_replaces_figures_on_too_few_items_with_a_sentence(tmp_path):
     assert fleiss["reliable"] is False and fleiss["value"] == s["agreement"]["fleiss_binary_kappa"]  # kept, marked
     report = (tmp_path / "analysis_outputs/emolia-dim/report.md").read_text()
     section = report[report.index("Agreement among the human raters"):report.index("Human upper bound")]
-    assert f"- Fleiss' κ (binary): {fleiss['n_items']} items rated by exactly three raters: too few" in section
+    assert f"- Fleiss' κ (binary): {fleiss['n_items']} items rated by 3 raters (complete): too few" in section
     assert f"{fleiss['value']:+.3f}" not in section
     combined = (tmp_path / "analysis_outputs/report.md").read_text()
     assert combined.index("## Agreement among the human raters") < combined.index("## Upstream's headline")
+
+
+def test_excluding_one_of_three_raters_leaves_every_figure_of_the_remaining_pair(tmp_path):
+    # The report found: "complete" meant exactly 3 raters, so excluding one of three removed every
+    # κ, Fleiss and LOO figure ("too few items (0)"). In a two-rater panel complete now means
+    # "rated by both"; expected figures of the pair left come from scikit-learn and statsmodels on the
+    # raw demo votes (each rater's latest vote per item, present = weakly or strongly present).
+    from sklearn.metrics import cohen_kappa_score
+    from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
+
+    ann = REPO / "annotations"
+    r = run_script("analysis.py", "--annotations-root", ann, "--output-root", tmp_path / "ex", "--subsets", "emolia-emo",
+                   "--exclude-raters", "user_2", "--no-figures")
+    assert r.returncode == 0, r.stderr
+    s = json.loads((tmp_path / "ex/emolia-emo/summary.json").read_text())
+    raw = pd.read_csv(ann / "emolia-emo/annotations.csv")
+    raw = raw[raw["username"] != "user_2"].sort_values("created_at", kind="stable")
+    key = ["file_name", "queried_emotion", "task_type"]
+    latest = raw.drop_duplicates([*key, "username"], keep="last")
+    wide = latest.assign(present=latest["rating"].ne("not_present").astype(int)).pivot_table(
+        index=key, columns="username", values="present").dropna().astype(int)
+    assert s["complete_item_raters"] == 2 and s["items_complete"] == len(wide) > 250
+    a = s["agreement"]
+    assert a["pairwise_binary_kappa"]["user_0__user_1"] == pytest.approx(
+        cohen_kappa_score(wide["user_0"], wide["user_1"]), abs=1e-12)
+    assert a["fleiss_binary_kappa"] == pytest.approx(fleiss_kappa(aggregate_raters(wide.to_numpy())[0]), abs=1e-12)
+    assert a["exact_3way_binary"] == pytest.approx((wide["user_0"] == wide["user_1"]).mean(), abs=1e-12)
+    # leave-one-out with two raters: each vote against the other's, on every co-rated item
+    assert a["human_loo_n_annotations"] == 2 * len(wide)
+    assert a["human_loo_accuracy"] == pytest.approx((wide["user_0"] == wide["user_1"]).mean(), abs=1e-12)
+    detail = s["agreement_detail"]["figures"]
+    assert detail["fleiss_binary_kappa"]["reliable"] and detail["human_loo_accuracy"]["reliable"]
+    report = (tmp_path / "ex/emolia-emo/report.md").read_text()
+    assert "rated by 2 raters (complete)" in report and "from 2 annotators" in report

@@ -60,7 +60,7 @@ def test_worked_example_ours_additions(worked_outputs):
     assert "not from any model" in report
     # the corrected pairwise exact agreement (0.569444…) rests on 4 complete items: below the
     # default --min-items it is a sentence, not a number; with --min-items 1 it is shown
-    assert "- pairwise exact agreement (binary): 4 items rated by exactly three raters: too few" in report
+    assert "- pairwise exact agreement (binary): 4 items rated by 3 raters (complete): too few" in report
     assert "0.569" not in report
 
 

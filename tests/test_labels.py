@@ -118,6 +118,6 @@ def test_slice_table_rates_and_tie_break():
 def test_incomplete_items_sorted_by_count_then_key():
     items = pd.DataFrame({"file_name": ["b", "a", "c", "d"], "queried_emotion": ["X"] * 4, "task_type": ["ultimate"] * 4,
                           "n_raters": [2, 2, 3, 1], "usernames": ["u0|u1", "u1|u2", "u0|u1|u2", "u2"]})
-    out = incomplete_items(items, EMO)
+    out = incomplete_items(items, EMO, 3)
     assert out["file_name"].tolist() == ["d", "a", "b"]
     assert out.columns.tolist() == ["file_name", "queried_emotion", "task_type", "ratings_observed", "usernames"]

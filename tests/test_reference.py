@@ -60,11 +60,18 @@ def _fleiss(rows, labels):
     return None if abs(1 - P_e) < 1e-15 else (P_bar - P_e) / (1 - P_e)
 
 
+def _complete_size(votes: dict) -> int:
+    # README: a complete item has 3 raters, or both raters of a panel of two
+    raters = {r for rv in votes.values() for r in rv}
+    return 3 if len(raters) >= 3 else 2 if len(raters) == 2 else 0
+
+
 def _loo(votes: dict):
     comps = []
+    least = max(2, _complete_size(votes))  # as many votes as a complete item
     for rv in votes.values():
         vs = list(rv.values())
-        if len(vs) < 3:
+        if len(vs) < least:
             continue
         for i, v in enumerate(vs):
             others = vs[:i] + vs[i + 1:]
@@ -104,7 +111,7 @@ def reference_agreement(rows, present_from: int, n_levels: int, prior: dict):
     raters = sorted({r for rv in ordinal.values() for r in rv})
     out = {}
     for name, votes, labels in (("binary", binary, [0, 1]), ("ordinal", ordinal, list(range(n_levels)))):
-        complete = {i: rv for i, rv in votes.items() if len(rv) == 3}
+        complete = {i: rv for i, rv in votes.items() if len(rv) == _complete_size(votes)}
         out[f"exact_3way_{name}"] = (sum(1 for rv in complete.values() if len(set(rv.values())) == 1) / len(complete)
                                      if complete else None)
         exact, kappas = [], {}

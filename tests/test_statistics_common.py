@@ -136,7 +136,7 @@ REGISTRY = [
               panel_figure(lambda v: ag.kappa_resampled(ag.co_rated_pairs(v), "binary", 2, "k"), "k"),
               oracle_kappa_mean, constant_panel),
     Statistic("fleiss_kappa", panel, "item",
-              panel_figure(lambda v: ag.fleiss_resampled({"f": (ag.complete_matrix(v, "value"), 3)},
+              panel_figure(lambda v: ag.fleiss_resampled({"f": (ag.complete_matrix(v, "value", 3), 3)},
                                                          np.unique(v["item"])), "f"),
               oracle_fleiss, constant_panel),
     Statistic("krippendorff_alpha_ordinal", panel, "item",
