@@ -35,6 +35,7 @@ two servers); the logic lives here, as plain functions over DataFrames, one modu
 - ``templates``     prompt templates: each wording scored, their ensemble and its spread
 - ``tiny_clap``     tiny randomly initialised models (a CLAP, a remote-code one) for tests and demo
 - ``tiny_voiceclap`` the tiny remote-code model's own modelling code (shipped with its checkpoint)
+- ``entry``         the installed commands (emolia-analysis, …): each runs its top-level script
 """
 
 __version__ = "0.1.0"

@@ -87,6 +87,7 @@ def _record(key: str, value, m: dict, fields) -> dict:
 
 EVALUATION_STEPS = 5
 HUMAN_REFERENCE = "human_balanced_accuracy_binary"
+COUNT_COLUMNS = ("tp", "fp", "tn", "fn", "n_positive", "n_negative")
 
 
 def evaluate(subset: Subset, rows: pd.DataFrame, predictions: pd.DataFrame, *, mode: str, endpoint,
@@ -150,11 +151,16 @@ def evaluate(subset: Subset, rows: pd.DataFrame, predictions: pd.DataFrame, *, m
                       (subset.category_slice, f"metrics_by_{subset.category_slice}.csv")):
         t = tables[file]
         s[f"by_{key}"] = [_record(key, r[key], r, SLICE_FIELDS) for r in t.to_dict(orient="records")]
+    # [ours] the count columns upstream does not write are whole numbers in the CSVs (n stays 3.0, as upstream)
+    for t in tables.values():
+        t[list(COUNT_COLUMNS)] = t[list(COUNT_COLUMNS)].astype("Int64")
     s["similarity"] = ({"min": float(sims.min()), "median": float(np.median(sims)), "max": float(sims.max())}
                        if len(sims) else {"min": None, "median": None, "max": None})
     s["best_threshold"] = best_threshold(scored["majority_present"].to_numpy(), sims)
     # [ours] say what it is: chosen on the very rows it would be scored on
     s["best_threshold"]["tuned_on_the_scored_rows"] = True
+    # [ours] how much each label rests on: one vote, or an even split resolved to "absent"
+    s["label_support"] = label_support(rows)
     s["bootstrap"] = {"seed": bootstrap.seed, "draws": bootstrap.draws, "unit": "clip", "interval": "percentile 95%"}
     s["min_class_rows"] = int(min_class_rows)
     s["min_items"] = int(min_items)  # the analysis run's --min-items: figures on fewer items are withheld
@@ -191,6 +197,16 @@ def evaluate(subset: Subset, rows: pd.DataFrame, predictions: pd.DataFrame, *, m
     else:
         step(2)
     return BenchmarkResult(subset, predictions, tables, s, scored["majority_present"].to_numpy(), sims)
+
+
+def label_support(rows: pd.DataFrame) -> dict:
+    """Of the scored items' majority labels: how many rest on one rater's vote, and how many on
+    an even split of the raters resolved to "absent" (upstream's rule: a tie goes to the smaller
+    value). Neither is a label several people agreed on."""
+    one = rows["n_raters"].to_numpy() == 1
+    tie = rows["majority_present_tie"].to_numpy(dtype=bool)
+    return {"items": int(len(rows)), "one_rater": int(one.sum()), "tie_resolved_to_absent": int(tie.sum()),
+            "several_raters_agreeing": int((~one & ~tie).sum())}
 
 
 def cv_headlines(truth, sims, clips, prompts, threshold: float, k: int, *, cv_seed: int, bootstrap: Bootstrap,

@@ -118,31 +118,44 @@ def human_ceiling(summaries: list[dict]) -> bytes:
 
 
 def slice_balanced_accuracy(records: list[dict], key: str, summary: dict, title: str) -> bytes:
-    """Balanced accuracy per slice with its clip-bootstrap interval, and the human ceilings."""
+    """Balanced accuracy per slice with its clip-bootstrap interval, and the humans' balanced
+    accuracies (pairwise, leave-one-out) on the same axis when they rest on enough items. A slice
+    whose minority class has fewer than ``min_class_rows`` rows is marked, not drawn: its value is
+    withheld everywhere, here too."""
     n = len(records)
     names = [str(r[key]) for r in records]
     rotated, size = n > 8, 7 if n > 20 else 9
     fig, ax = _figure(max(6.4, 0.22 * n + 2.5), 3.8 + (0.08 * max(map(len, names), default=0) if rotated else 0),
                       xlabels=names, xsize=size, rotated=rotated, xlabel=False)
-    v, err = _interval_errors([r["balanced_accuracy"] for r in records],
+    withheld = withheld_slices(records, summary.get("min_class_rows", 0))
+    v, err = _interval_errors([None if w else r["balanced_accuracy"] for r, w in zip(records, withheld, strict=True)],
                               [r.get("balanced_accuracy_ci_low") for r in records],
                               [r.get("balanced_accuracy_ci_high") for r in records])
     x = np.arange(n)
-    ax.errorbar(x, v, yerr=err, fmt="o", color=BLUE, capsize=3, label="model (95 % CI)")
+    ax.errorbar(x[~withheld], v[~withheld], yerr=err[:, ~withheld], fmt="o", color=BLUE, capsize=3,
+                label="model (95 % CI)")
+    if withheld.any():
+        ax.plot(x[withheld], np.full(withheld.sum(), 0.03), "x", color=GREY, label="too few rows of a class: withheld")
     shown = summary.get("human_reliable", {})  # a human figure on too few items is not drawn
-    for value, name, style in ((summary.get("human_accuracy_binary") if shown.get("human_accuracy_binary", True)
-                                else None, "human pairwise", "-"),
-                               (summary.get("human_loo_accuracy_binary") if shown.get("human_loo_accuracy_binary", True)
-                                else None, "human LOO", "-."),
-                               (0.5, "chance", "--")):
-        if value is not None:
-            ax.axhline(value, color=GREY if name == "chance" else GREEN, linestyle=style, linewidth=1, label=name)
+    for key_, name, style in (("human_balanced_accuracy_binary", "human pairwise (balanced)", "-"),
+                              ("human_loo_balanced_accuracy_binary", "human LOO (balanced)", "-.")):
+        if summary.get(key_) is not None and shown.get(key_, True):
+            ax.axhline(summary[key_], color=GREEN, linestyle=style, linewidth=1, label=name)
+    ax.axhline(0.5, color=GREY, linestyle="--", linewidth=1, label="chance")
     ax.set_xticks(x, names, rotation=90 if rotated else 0, fontsize=size)
     ax.set_ylim(0, 1)
     ax.set_ylabel("balanced accuracy")
     ax.set_title(title)
-    ax.legend(fontsize=7, loc="lower right")
+    ax.legend(fontsize=7, loc="upper right", ncol=2)
     return _png(fig)
+
+
+def withheld_slices(records: list[dict], min_class_rows: int) -> np.ndarray:
+    """Per slice record: True when its minority class has fewer than ``min_class_rows`` rows (or,
+    without class counts, when it has no interval) — its balanced accuracy is not drawn."""
+    return np.array([min(r.get("n_positive") or 0, r.get("n_negative") or 0) < min_class_rows
+                     if r.get("n_positive") is not None else r.get("balanced_accuracy_ci_low") is None for r in records],
+                    dtype=bool)
 
 
 def roc_curve(truth: np.ndarray, scores: np.ndarray, auroc: float | None, title: str) -> bytes:
@@ -295,8 +308,9 @@ def benchmark_figures(result, scored_truth: np.ndarray, scored_scores: np.ndarra
         lo = r.get("balanced_accuracy_ci_low", ci[0] if ci else None)
         hi = r.get("balanced_accuracy_ci_high", ci[1] if ci else None)
         label = r.get("slice") or r.get(subset.type_slice) or r.get("benchmark_bucket")
-        records.append({"slice": label, "balanced_accuracy": r["balanced_accuracy"],
-                        "balanced_accuracy_ci_low": lo, "balanced_accuracy_ci_high": hi})
+        records.append({"slice": label, "balanced_accuracy": r["balanced_accuracy"], "balanced_accuracy_ci_low": lo,
+                        "balanced_accuracy_ci_high": hi, "n_positive": r.get("n_positive"),
+                        "n_negative": r.get("n_negative")})
     cat = subset.category_slice
     files = {
         "balanced_accuracy_by_slice.png": slice_balanced_accuracy(records, "slice", s, f"{subset.name}: balanced accuracy by slice"),

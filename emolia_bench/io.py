@@ -281,7 +281,8 @@ BOOL_VALUES = ("True", "False")
 def load_labels(path: Path, subset: Subset) -> pd.DataFrame:
     """benchmark_labels.csv of ``subset``, validated; refuses a file from another subset."""
     path = Path(path)
-    required = [*subset.item_key, "majority_present", "benchmark_bucket", "n_raters", "all_agree_binary"]
+    required = [*subset.item_key, "majority_present", "majority_present_tie", "benchmark_bucket", "n_raters",
+                "all_agree_binary"]
     if subset.has_flags:
         required.append("flagged")
     try:
@@ -294,7 +295,7 @@ def load_labels(path: Path, subset: Subset) -> pd.DataFrame:
                                    f"benchmark_labels.csv that analysis.py wrote for {subset.name}", column=e.column) from None
         raise
     check_values(path, df, "majority_present", ("0", "1"))
-    for col in ("all_agree_binary", *(("flagged",) if subset.has_flags else ())):
+    for col in ("all_agree_binary", "majority_present_tie", *(("flagged",) if subset.has_flags else ())):
         check_values(path, df, col, BOOL_VALUES)
     check_pattern(path, df, "n_raters", r"[1-9]\d*", "a positive integer")
     for col, allowed in subset.categories.items():
@@ -304,6 +305,7 @@ def load_labels(path: Path, subset: Subset) -> pd.DataFrame:
     out["majority_present"] = out["majority_present"].astype(np.int64)
     out["n_raters"] = out["n_raters"].astype(np.int64)
     out["all_agree_binary"] = out["all_agree_binary"] == "True"
+    out["majority_present_tie"] = out["majority_present_tie"] == "True"
     out["flagged"] = (out["flagged"] == "True") if subset.has_flags else False
     return out
 

@@ -351,6 +351,11 @@ def subset_section(a, level: int = 2, figures=None) -> str:
         f"{sm['items_incomplete']:,} were not. "
         f"Rater coverage — {coverage}.\n"
     )
+    if "majority_present_tie" in a.labels:
+        one = int((a.labels["n_raters"] == 1).sum())
+        tie = int(a.labels["majority_present_tie"].sum())
+        parts.append(f"Of the {len(a.labels):,} labels, {one:,} rest on one rater's vote and {tie:,} on an even split of the "
+                     "raters resolved to absent (upstream's tie rule); neither is a label several people agreed on.\n")
     if "items_flagged" in sm:
         parts.append(f"{sm['items_flagged']:,} labelled items are flagged as broken by an annotator; "
                      f"{len(sm.get('flags_unmatched', [])):,} flags name an item nobody rated.\n")
@@ -592,6 +597,23 @@ def template_table(block: dict) -> str:
             + md_table([("figure", TEXT), ("best", FRACTION), ("mean", FRACTION), ("worst", FRACTION)], spread) + "\n")
 
 
+WEAK_LABELS = 0.25  # a warning when more than this share of labels rests on one vote or a tie
+
+
+def label_support_line(ls: dict | None) -> str:
+    """The run section's line on what the labels rest on, with a warning when many are weak."""
+    if not ls or not ls["items"]:
+        return ""
+    weak = ls["one_rater"] + ls["tie_resolved_to_absent"]
+    line = (f"- labels: of {ls['items']:,} items, {ls['one_rater']:,} rest on one rater's vote and "
+            f"{ls['tie_resolved_to_absent']:,} on an even split of the raters resolved to absent (upstream's tie rule); "
+            f"{ls['several_raters_agreeing']:,} on a majority of several raters\n")
+    if weak / ls["items"] > WEAK_LABELS:
+        line += (f"- ⚠ weak labels: {pct(weak / ls['items'])} of the items scored have no majority of several raters; "
+                 "a model is scored against one person's answer (or a coin-flip rule) on those\n")
+    return line
+
+
 def benchmark_report(r, figures=None) -> str:
     s, subset = r.summary, r.subset
     sim = s["similarity"]
@@ -620,7 +642,8 @@ def benchmark_report(r, figures=None) -> str:
            f"{fs['limit']['seed']} (`--limit`)" if "limit" in fs and fs["limit"]["rows"] < fs["kept"] else "") + "\n"
         f"- rows: {s['rows_total']:,} scored rows, {s['rows_evaluated_ok']:,} ok, {s['missing_audio']:,} without audio, "
         f"{s['evaluation_errors']:,} scoring errors\n"
-        f"- threshold: present iff similarity ≥ {s['threshold']:g}\n"
+        + label_support_line(s.get("label_support"))
+        + f"- threshold: present iff similarity ≥ {s['threshold']:g}\n"
         f"- similarity: min {signed(sim['min'])}, median {signed(sim['median'])}, max {signed(sim['max'])}\n"
     )
     parts.append(f"## Headline — {s['filter_mode']}\n\n" + md_table(METRIC_COLUMNS, _metric_rows(s["overall"])))

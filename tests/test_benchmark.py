@@ -237,3 +237,25 @@ def test_human_figures_the_analysis_withholds_are_withheld_in_the_benchmark(work
     rubric = (worked / "benchmark_outputs/emolia-dim/report.md").read_text().split("## Score rubric")[1].split("##")[0]
     assert "| human pairwise accuracy (ceiling) | too few items (analysis report) |" in rubric
     assert f"{s['human_accuracy_binary']:.3f}" not in rubric
+
+
+def test_weak_labels_are_counted_and_warned_about(demo_scored, tmp_path):
+    # The report found: 239 of the 540 real dim items behind "stronger evidence (>= 2 raters)" are
+    # 1-1 ties resolved to "no", without a word. Counted here from benchmark_labels.csv by hand.
+    r = run_script("benchmark.py", "--analysis-root", demo_scored / "an", "--output-dir", tmp_path / "b",
+                   "--subset", "emolia-dim", "--min-raters", "2", "--no-figures")
+    assert r.returncode == 0, r.stderr
+    labels = pd.read_csv(demo_scored / "an/emolia-dim/benchmark_labels.csv")
+    kept = labels[labels["n_raters"] >= 2]
+    s = json.loads((tmp_path / "b/emolia-dim/summary.json").read_text())
+    ties = int(kept["majority_present_tie"].sum())
+    assert s["label_support"] == {"items": len(kept), "one_rater": 0, "tie_resolved_to_absent": ties,
+                                  "several_raters_agreeing": len(kept) - ties}
+    report = (tmp_path / "b/emolia-dim/report.md").read_text()
+    assert f"{ties:,} on an even split of the raters resolved to absent" in report
+    assert ("⚠ weak labels" in report) == (ties / len(kept) > 0.25)
+    # our count columns are whole numbers in the CSVs; upstream's n keeps its float form
+    table = pd.read_csv(tmp_path / "b/emolia-dim/metrics_by_polarity.csv", dtype=str)
+    for column in ("tp", "fp", "tn", "fn", "n_positive", "n_negative"):
+        assert table[column].str.fullmatch(r"\d+").all(), column
+    assert table["n"].str.endswith(".0").all()

@@ -76,3 +76,15 @@ def test_no_figures_option(tmp_path):
     assert run_script("analysis.py", "--no-figures", cwd=tmp_path).returncode == 0
     assert not list((tmp_path / "analysis_outputs").rglob("*.png"))
     assert "![" not in (tmp_path / "analysis_outputs/report.md").read_text()
+
+
+def test_slices_below_min_class_rows_are_marked_not_drawn():
+    # The report found withheld slices drawn as points (a 0.75 on 4 negatives, without interval).
+    from emolia_bench.figures import withheld_slices
+
+    records = [{"n_positive": 30.0, "n_negative": 25.0, "balanced_accuracy_ci_low": 0.4},
+               {"n_positive": 30.0, "n_negative": 4.0, "balanced_accuracy_ci_low": None},
+               {"n_positive": 0.0, "n_negative": 50.0, "balanced_accuracy_ci_low": None},
+               {"balanced_accuracy_ci_low": None}, {"balanced_accuracy_ci_low": 0.3}]
+    assert withheld_slices(records, 20).tolist() == [False, True, True, True, False]
+    assert withheld_slices(records, 0).tolist() == [False, False, False, True, False]

@@ -27,8 +27,8 @@ GOOD = {
     "users": USERS_HEADER + user_row("user_0") + user_row("user_1"),
     "flags": "flag_id,username,dimension,level,polarity,file_name,reason,created_at\n"
              "f1,user_0,TEMP,5,negative,sample_01.mp3,\"No speech, only music\",2026-04-01 10:40:00\n",
-    "labels": "file_name,queried_emotion,task_type,majority_present,benchmark_bucket,n_raters,all_agree_binary\n"
-              "A.mp3,Awe,affirmative,1,unanimous_present,3,True\n",
+    "labels": "file_name,queried_emotion,task_type,majority_present,majority_present_tie,benchmark_bucket,n_raters,all_agree_binary\n"
+              "A.mp3,Awe,affirmative,1,False,unanimous_present,3,True\n",
     "rubric": '{"TEMP": {"short_description": "Tempo", "levels": {"5": "Fast."}}}',
 }
 LOADERS = {
