@@ -101,6 +101,8 @@ def main(argv: list[str] | None = None) -> int:
             outputs[f"{name}/raters.csv"] = csv_bytes(r.raters)
             outputs[f"{name}/votes.csv"] = csv_bytes(r.votes)
             folder = args.annotations_root / name
+            if r.subset.has_flags and (folder / "flags.csv").is_file():  # a copy of the flags read, as upstream writes it
+                outputs[f"{name}/flags.csv"] = (folder / "flags.csv").read_bytes()
             r.summary["run"] = run_record("analysis.py", command, [folder / "annotations.csv", folder / "users.csv",
                                                                    *([folder / "flags.csv"] if r.subset.has_flags else [])])
             outputs[f"{name}/summary.json"] = json_bytes(r.summary)

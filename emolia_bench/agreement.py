@@ -23,10 +23,10 @@ Definitions and undefined cases (undefined -> ``None``, written as JSON ``null``
   accuracy with A as truth and B as prediction and vice versa, each kept only when its truth
   has both classes; mean of kept values.
 * leave-one-out: on items with ≥3 votes (≥2 when only two raters are present), every vote
-  against the majority of the item's other votes; ties among the others are skipped; pooled. Its balanced accuracy is
-  :func:`metrics.balanced_accuracy_over_present_classes` (scikit-learn's semantics: mean recall
-  over the truth classes present), as upstream computes it; the sampling prior's agreement with
-  the consensus likewise.
+  against the majority of the item's other votes; ties among the others are skipped; pooled. Its
+  balanced accuracy is the mean of the recalls on truth 1 and truth 0 — None when the truth has
+  one class, where upstream writes NaN; the sampling prior's agreement with the consensus
+  likewise.
 * Krippendorff's α [ours]: over all items with ≥2 raters (``krippendorff`` package); None when
   fewer than one such item or no variation.
 """
@@ -43,7 +43,7 @@ import numpy as np
 import pandas as pd
 
 from .defaults import MIN_ITEMS
-from .metrics import balanced_accuracy_from_sums, balanced_accuracy_over_present_classes
+from .metrics import balanced_accuracy_from_sums, binary_metrics
 from .resampling import Bootstrap, group_sums, percentile_interval
 from .summary import Figure, Support
 
@@ -225,7 +225,7 @@ def loo_agreement(votes: pd.DataFrame) -> tuple[float | None, float | None, floa
         return None, None, 0.0
     truth, pred = comp["truth"].to_numpy(), comp["pred"].to_numpy()
     accuracy = point_values([loo_accuracy_resampled(votes, comp=comp)])["human_loo_accuracy"]
-    return accuracy, balanced_accuracy_over_present_classes(truth, pred), float(len(comp))
+    return accuracy, binary_metrics(truth, pred)["balanced_accuracy"], float(len(comp))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -701,7 +701,7 @@ def augmented_agreement(votes: pd.DataFrame, items: pd.DataFrame) -> dict:
     decided = el[~el["majority_present_tie"].astype(bool)]
     truth, pred = decided["majority_present"].to_numpy(), decided["intended"].to_numpy()
     g_acc = float(np.mean(truth == pred)) if len(decided) else None
-    g_bal = balanced_accuracy_over_present_classes(truth, pred)
+    g_bal = binary_metrics(truth, pred)["balanced_accuracy"] if len(decided) else None
     return {
         "preselection_min_humans": PRESELECTION_MIN_HUMANS,
         "preselection_n_eligible_items": int(len(eligible)),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,16 +58,43 @@ def extend_map(existing: dict[str, str], names: set[str]) -> dict[str, str]:
     return mapping
 
 
-# Columns that cannot carry a name: closed vocabularies, numbers, timestamps, system ids, and
-# the username itself (already replaced). A raw username that happens to equal one of their
-# values (a rater called "no", the rating) identifies no one there and must not block the run.
-# Every other column — file names, free-text flag reasons, users' free-text fields, any extra
-# column — is searched.
-NAMELESS_COLUMNS = frozenset({
-    "username", "rating", "created_at", "reaction_time_ms", "sample_time_ms", "annotation_id", "flag_id",
-    "is_active", "is_admin", "onboarded", "annotation_count", "age", "consent",
-    "source_emotion", "queried_emotion", "task_type", "dimension", "level", "polarity",
-})
+# Every column of every file is either checked against the closed form it may hold — and then a
+# cell of that form is not searched — or searched for names. A cell that does not have its
+# column's form is searched like free text. A raw username that happens to equal a value of a
+# closed form (a rater called "no", the rating) identifies no one there and does not block the run.
+NUMBER = r"-?\d+(?:\.\d+)?"
+BOOLEAN = r"(?i:true|false|yes|no|0|1)"
+TIMESTAMP = r"\d{4}-\d{2}-\d{2}(?:[ T]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?"
+CLOSED_FORMS = {
+    "created_at": TIMESTAMP, "reaction_time_ms": NUMBER, "sample_time_ms": NUMBER, "annotation_count": NUMBER,
+    "age": NUMBER, "is_active": BOOLEAN, "is_admin": BOOLEAN, "onboarded": BOOLEAN, "consent": BOOLEAN,
+}
+# The task's own words (emotions, dimensions, levels): a value that several annotators' rows carry
+# is the task's vocabulary, not a person ("Joy" as an emotion, even with a rater called Joy); a
+# value only one annotator's rows carry is searched like free text.
+VOCABULARY_COLUMNS = ("queried_emotion", "source_emotion", "dimension", "level")
+VOCABULARY_MIN_RATERS = 2
+
+
+def closed_forms(subset: Subset) -> dict[str, str]:
+    """Column -> the regular expression its cells must match in full not to be searched: the
+    fixed forms above, the rating scale and the subset's closed vocabularies."""
+    forms = dict(CLOSED_FORMS)
+    forms["rating"] = "|".join(map(re.escape, subset.scale))
+    for col, allowed in subset.categories.items():
+        forms[col] = "|".join(map(re.escape, allowed))
+    return forms
+
+
+def vocabulary(annotations: pd.DataFrame) -> dict[str, set[str]]:
+    """Per vocabulary column, the values that rows of at least :data:`VOCABULARY_MIN_RATERS`
+    distinct raters carry."""
+    out = {}
+    for col in VOCABULARY_COLUMNS:
+        if col in annotations.columns:
+            raters = annotations.groupby(col)["username"].nunique()
+            out[col] = set(raters.index[raters >= VOCABULARY_MIN_RATERS])
+    return out
 
 
 def _folded(text: str) -> str:
@@ -75,28 +103,49 @@ def _folded(text: str) -> str:
     return unicodedata.normalize("NFKC", text).casefold()
 
 
-def find_leak(frames: dict[str, pd.DataFrame], raw_names: list[str]) -> tuple[str, int, str, str] | None:
-    """First (file, row, column, name) where a raw name occurs in an output cell.
+def name_pattern(raw_names: list[str]) -> re.Pattern | None:
+    """One expression matching any of the names between non-letters, in any case, in any of the
+    look-alike spellings Unicode lists for their letters (TR39 confusables, through the
+    ``confusables`` package: a Cyrillic ``М`` for a Latin ``M``); None without names. Names that
+    already look like anonymous ids (``user_3``) identify no one and are left out."""
+    with warnings.catch_warnings():  # its source has an invalid escape, which Python warns of on compiling
+        warnings.simplefilter("ignore", (DeprecationWarning, SyntaxWarning))
+        import confusables  # a 2.7 MB table: loaded only when anonymizing
 
-    A name counts wherever it stands between non-letters — ``Alice_rec.mp3``, ``Alice2``,
-    ``bob_k``, "ask Maria" are caught, "Marianne" does not trip "Maria" — compared after NFKC
-    normalisation, ignoring case. Columns in :data:`NAMELESS_COLUMNS` are not searched. Names that
-    already look like anonymous ids (``user_3``) identify no one and are skipped.
-    """
     names = sorted({_folded(n) for n in raw_names if n and not ANON_RE.fullmatch(n)}, key=len, reverse=True)
     if not names:
         return None
     letter = r"[^\W\d_]"  # a letter of any script: a word character that is not a digit or _
-    pattern = re.compile(rf"(?<!{letter})(?:" + "|".join(re.escape(n) for n in names) + rf")(?!{letter})")
+    spellings = "|".join(confusables.confusable_regex(n) for n in names)
+    return re.compile(rf"(?<!{letter})(?:{spellings})(?!{letter})", re.IGNORECASE)
+
+
+def find_leak(frames: dict[str, pd.DataFrame], raw_names: list[str], subset: Subset,
+              words: dict[str, set[str]] | None = None) -> tuple[str, int, str, str] | None:
+    """First (file, row, column, text) where a raw name occurs in an output cell.
+
+    A name counts wherever it stands between non-letters — ``Alice_rec.mp3``, ``Alice2``,
+    ``bob_k``, "ask Maria" are caught, "Marianne" does not trip "Maria" — compared after NFKC
+    normalisation, ignoring case, in any look-alike spelling (:func:`name_pattern`). Every column
+    is searched except ``username`` (replaced) and cells of their column's closed form
+    (:func:`closed_forms`) or vocabulary (``words``, :func:`vocabulary`).
+    """
+    pattern = name_pattern(raw_names)
+    if pattern is None:
+        return None
+    forms, words = closed_forms(subset), words or {}
     for fname, df in frames.items():
         for col in df.columns:
-            if col in NAMELESS_COLUMNS:
+            if col == "username":
                 continue
-            folded = df[col].astype(str).map(_folded)
-            hits = folded.str.contains(pattern, regex=True)
+            cells = df[col].astype(str)
+            searched = ~cells.str.fullmatch(forms[col]) if col in forms else pd.Series(True, index=cells.index)
+            if col in words:
+                searched &= ~cells.isin(words[col])
+            hits = searched & cells.map(_folded).str.contains(pattern, regex=True)
             if hits.any():
                 i = int(hits.to_numpy().nonzero()[0][0])
-                return fname, i + 1, col, pattern.search(folded.iloc[i]).group(0)
+                return fname, i + 1, col, pattern.search(_folded(cells.iloc[i])).group(0)
     return None
 
 
@@ -131,7 +180,7 @@ def anonymize_subset(raw_dir: Path, subset: Subset, frames: dict[str, pd.DataFra
         df["username"] = df["username"].map(mapping)
         out[fname] = df
 
-    leak = find_leak(out, sorted(names | set(searched)))
+    leak = find_leak(out, sorted(names | set(searched)), subset, vocabulary(ann))
     if leak is not None:
         fname, row, col, name = leak
         raise InputError(

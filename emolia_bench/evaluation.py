@@ -53,7 +53,9 @@ def predictions_frame(rows: pd.DataFrame, result: ScoreResult | None, subset: Su
     template's own similarity follows in ``similarity_template_<k>``.
 
     ``audio_path`` is written as ``<dataset root>/<path below it>``: with the default root this is
-    exactly what upstream writes when run from the project folder.
+    exactly what upstream writes when run from the project folder. A missing clip whose place
+    follows from the item (``Subset.expected_audio_paths``: dim) is named there too, as upstream
+    does; one found by search (emo) is left empty.
     """
     has_audio = rows["scorable"].to_numpy(dtype=bool)
     sim = np.full(len(rows), np.nan)
@@ -67,7 +69,10 @@ def predictions_frame(rows: pd.DataFrame, result: ScoreResult | None, subset: Su
     pred[~ok] = pd.NA
     out = rows[[*subset.item_key, "benchmark_bucket", "n_raters", "majority_present"]].copy()
     root = Path(dataset_root).as_posix().rstrip("/")
-    out["audio_path"] = [None if rel is None or rel != rel else f"{root}/{rel}" for rel in rows["audio_path"]]
+    rels = rows["audio_path"]
+    if subset.expected_audio_paths is not None and len(rows):  # a missing clip: where it belongs, as upstream
+        rels = rels.where(rels.notna(), subset.expected_audio_paths(rows))
+    out["audio_path"] = [None if rel is None or rel != rel else f"{root}/{rel}" for rel in rels]
     out["prompt"] = rows["prompt"].to_numpy(dtype=object)
     out["similarity"] = sim
     out["pred_present"] = pred

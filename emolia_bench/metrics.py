@@ -8,8 +8,7 @@ Undefined values are ``None`` (JSON null), never NaN and never a silent 0:
 * recall (sensitivity) = tp / (tp + fn); undefined without positive truth.
 * specificity = tn / (tn + fp); undefined without negative truth.
 * balanced accuracy = (recall + specificity) / 2; undefined unless the truth has both classes
-  (:func:`balanced_accuracy_over_present_classes` is the variant, kept for upstream's human
-  figures, that averages the recall of the classes present instead).
+  (upstream writes NaN there); the human and sampling-prior figures use this one too.
 * precision = tp / (tp + fp); undefined without positive predictions.
 * F1 = 2·precision·recall / (precision + recall); undefined when either is undefined or both
   are 0 (this form, rather than 2tp/(2tp+fp+fn), reproduces upstream to the last bit).
@@ -118,23 +117,6 @@ def _ranking(t: np.ndarray, s: np.ndarray) -> dict:
     recall = tp / n_pos
     ap = float(np.sum(np.diff(np.concatenate([[0.0], recall])) * precision))
     return {"auroc": auroc(t, s), "average_precision": ap}
-
-
-def balanced_accuracy_over_present_classes(truth, pred) -> float | None:
-    """Mean recall over the classes present in ``truth`` — scikit-learn's
-    ``balanced_accuracy_score`` (the tests compare the two); None when ``truth`` is empty.
-
-    It differs from :func:`binary_metrics`' balanced accuracy only when ``truth`` has a single
-    class: this one is then that class's recall, the other is undefined. Upstream computes the
-    human leave-one-out and prior-vs-consensus figures this way, so they keep this definition;
-    the model's metrics use the strict one, which never reports a one-class recall as balanced.
-    """
-    t, p, _ = check_binary(truth, pred)
-    if len(t) == 0:
-        return None
-    table = np.bincount(t * 2 + p, minlength=4).reshape(2, 2)
-    support = table.sum(axis=1)
-    return float(np.mean([table[c, c] / support[c] for c in (0, 1) if support[c] > 0]))
 
 
 def ranking_metrics(y_true, scores) -> dict:

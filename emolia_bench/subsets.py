@@ -118,6 +118,9 @@ class Subset:
     template_value: Callable[[pd.DataFrame, dict | None], pd.Series] = field(repr=False)
     audio_paths: Callable[[pd.DataFrame, Path], pd.Series] = field(repr=False)
     sham_stem: Callable[[pd.DataFrame], pd.Series] = field(repr=False)
+    #: where a clip belongs when its path follows from the item (None: found by search only);
+    #: predictions.csv names it for a missing clip, as upstream does
+    expected_audio_paths: Callable[[pd.DataFrame], pd.Series] | None = field(default=None, repr=False)
 
     @property
     def ordinal(self) -> bool:
@@ -227,8 +230,15 @@ def emo_audio_paths(items: pd.DataFrame, dataset_root: Path) -> pd.Series:
     return found.astype(object).where(found.notna(), None)
 
 
+def dim_expected_paths(items: pd.DataFrame) -> pd.Series:
+    """Where each item's clip belongs: ``emolia-dim/data/<dimension>/<level>/<polarity>/<file_name>``."""
+    cols = [items[c].tolist() for c in ("dimension", "level", "polarity", "file_name")]
+    return pd.Series([f"emolia-dim/data/{d}/{lv}/{p}/{f}" for d, lv, p, f in zip(*cols, strict=True)],
+                     index=items.index, dtype=object)
+
+
 def dim_audio_paths(items: pd.DataFrame, dataset_root: Path) -> pd.Series:
-    """``emolia-dim/data/<dimension>/<level>/<polarity>/<file_name>`` when that file exists, else None."""
+    """:func:`dim_expected_paths` when that file exists, else None."""
     cols = [items[c].tolist() for c in ("dimension", "level", "polarity", "file_name")]
     folders = [f"emolia-dim/data/{d}/{lv}/{p}" for d, lv, p in zip(*cols[:3], strict=True)]
     # one directory listing per distinct <dimension>/<level>/<polarity> folder, not one stat per clip
@@ -412,6 +422,7 @@ DIM = Subset(
     template_value=dim_template_value,
     audio_paths=dim_audio_paths,
     sham_stem=dim_sham_stem,
+    expected_audio_paths=dim_expected_paths,
 )
 
 SUBSETS: dict[str, Subset] = {s.name: s for s in (EMO, DIM)}

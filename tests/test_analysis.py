@@ -177,3 +177,9 @@ def test_a_root_with_no_subset_is_bad_input(tmp_path):
                            ("benchmark.py", "--analysis-root")):
         r = run_script(script, option, tmp_path / "empty")
         assert r.returncode == 2 and "no subset folder found" in r.stderr and "Traceback" not in r.stderr, (script, r.stderr)
+
+
+def test_the_dim_flags_are_copied_byte_for_byte_as_upstream_does(worked_outputs):
+    src = WORKED / "input/annotations/emolia-dim/flags.csv"
+    assert (worked_outputs / "emolia-dim/flags.csv").read_bytes() == src.read_bytes()
+    assert not (worked_outputs / "emolia-emo/flags.csv").exists()

@@ -149,3 +149,41 @@ def test_an_annotator_of_one_subset_named_in_the_other_is_a_leak(tmp_path):
     # also when only emolia-dim is anonymized: the names of every subset under the raw root count
     r = anonymize(raw, tmp_path / "out")
     assert r.returncode == 2 and "'ezra'" in r.stderr and snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize("reason", ["ask \u041calice2 later", "per \u0410lice", "\u0430lice said so", "bob\u0441at"])
+def test_a_name_spelt_with_look_alike_letters_is_a_leak(tmp_path, reason):
+    # Cyrillic М, А, а stand in for Latin letters (Unicode TR39 confusables): "\u0410lice" is
+    # "Alice" to a reader. ("bob" + Cyrillic "с" + "at" is one word, "bobcat": not a leak of bob.)
+    make_raw(tmp_path / "raw", ["Alice", "bob", "Malice"], [f"f1,bob,TEMP,5,positive,sample_00.mp3,{reason},2026-04-01 10:00:00\n"])
+    r = anonymize(tmp_path / "raw", tmp_path / "out")
+    if reason == "bob\u0441at":
+        assert r.returncode == 0, r.stderr
+    else:
+        assert r.returncode == 2 and "'reason'" in r.stderr and not (tmp_path / "out").exists(), r.stderr
+
+
+@pytest.mark.parametrize("file, column, old, new", [
+    ("annotations.csv", "annotation_id", "id1,", "alice-id1,"),
+    ("flags.csv", "flag_id", "f1,", "f1-alice,"),
+    ("annotations.csv", "dimension", "id1,bob,TEMP,", "id1,bob,TEMP_alice,"),
+    ("users.csv", "gender", ",Female,", ",Alice,"),
+    ("users.csv", "age", ",30,", ",Alice,"),  # not a number: searched like free text
+])
+def test_every_column_is_either_of_its_closed_form_or_searched(tmp_path, file, column, old, new):
+    # The report found names passing in ids, emotions / dimensions / levels and users.csv columns.
+    raw = make_raw(tmp_path / "raw", ["Alice", "bob", "carl"], ["f1,bob,TEMP,5,positive,sample_00.mp3,fine,2026-04-01 10:00:00\n"])
+    text = (raw / file).read_text()
+    assert old in text
+    (raw / file).write_text(text.replace(old, new, 1))
+    r = anonymize(tmp_path / "raw", tmp_path / "out")
+    assert r.returncode == 2 and f"'{column}'" in r.stderr and file in r.stderr, r.stderr
+
+
+def test_a_rater_named_like_the_tasks_vocabulary_does_not_block_the_run(tmp_path):
+    # "Tempo" is a dimension every rater's rows carry (the task's vocabulary); a rater called Tempo
+    # is not leaked by it. The same word on one rater's rows only would be searched.
+    raw = make_raw(tmp_path / "raw", ["Tempo", "bob", "carl"])
+    (raw / "annotations.csv").write_text((raw / "annotations.csv").read_text().replace(",TEMP,", ",Tempo,"))
+    r = anonymize(tmp_path / "raw", tmp_path / "out")
+    assert r.returncode == 0, r.stderr

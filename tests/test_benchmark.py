@@ -259,3 +259,19 @@ def test_weak_labels_are_counted_and_warned_about(demo_scored, tmp_path):
     for column in ("tp", "fp", "tn", "fn", "n_positive", "n_negative"):
         assert table[column].str.fullmatch(r"\d+").all(), column
     assert table["n"].str.endswith(".0").all()
+
+
+def test_a_missing_dim_clip_is_named_where_it_belongs(worked):
+    # upstream writes a missing dim clip's path (it follows from the item); emo clips are found by
+    # search, so a missing one has no path (test above)
+    clip = next((worked / "dataset/emolia-dim/data/TEMP").rglob("*.mp3"))
+    rel = clip.relative_to(worked).as_posix()
+    clip.unlink()
+    r = run_script("benchmark.py", "--subset", "emolia-dim", cwd=worked)
+    assert r.returncode == 0, r.stderr
+    pred = pd.read_csv(worked / "benchmark_outputs/emolia-dim/predictions.csv", keep_default_na=False)
+    row = pred[pred["audio_path"] == rel]
+    assert len(row) == 1 and row["error"].iloc[0] == "audio_missing" and not row["ok"].iloc[0]
+    _, dim, level, polarity, name = rel.split("/")[-5:]
+    assert (row["dimension"].iloc[0], str(row["level"].iloc[0]), row["polarity"].iloc[0], row["file_name"].iloc[0]) == (
+        dim, level, polarity, name)

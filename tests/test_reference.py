@@ -30,13 +30,14 @@ def _mean(xs):
 
 
 def _bal(pairs):
-    """Mean of recall on truth=1 and truth=0 over (truth, pred) pairs; classes absent are skipped."""
+    """Mean of recall on truth=1 and truth=0 over (truth, pred) pairs; None unless both occur."""
     recalls = []
     for c in (1, 0):
         sel = [p for t, p in pairs if t == c]
-        if sel:
-            recalls.append(sum(1 for p in sel if p == c) / len(sel))
-    return sum(recalls) / len(recalls) if recalls else None
+        if not sel:
+            return None
+        recalls.append(sum(1 for p in sel if p == c) / len(sel))
+    return sum(recalls) / 2
 
 
 def _cohen(a, b, labels):
