@@ -18,6 +18,7 @@ import hashlib
 import json
 import math
 import os
+import sys
 import threading
 import time
 from pathlib import Path
@@ -60,29 +61,50 @@ class JsonlStore:
         self._last_sync = time.monotonic()
         self.sync_every, self.sync_seconds = sync_every, sync_seconds
         self.written = 0
+        self.failed: OSError | None = None  # the write error that stopped appending, if any
 
     def get(self, key: str):
         return self.entries.get(key)
 
     def put(self, key: str, value) -> None:
+        """Keep ``value`` and append it to the file. A file that cannot be written (a full disk,
+        a quota) stops the appending, not the run: one line on stderr says so, the values stay
+        in memory for this run, and a later run asks again for what was not saved."""
         line = json.dumps({"k": key, "v": self.encode(value)}) + "\n"
         with self._lock:
             self.entries[key] = value
-            self._fh.write(line)
-            self._fh.flush()
-            self.written += 1
-            self._unsynced += 1
-            now = time.monotonic()
-            if self._unsynced >= self.sync_every or now - self._last_sync >= self.sync_seconds:
-                os.fsync(self._fh.fileno())
-                self._unsynced, self._last_sync = 0, now
+            if self.failed is not None:
+                return
+            try:
+                self._fh.write(line)
+                self._fh.flush()
+                self.written += 1
+                self._unsynced += 1
+                now = time.monotonic()
+                if self._unsynced >= self.sync_every or now - self._last_sync >= self.sync_seconds:
+                    os.fsync(self._fh.fileno())
+                    self._unsynced, self._last_sync = 0, now
+            except OSError as e:
+                self.failed = e
+                print(f"{self.path}: cannot be written ({e.strerror or e}); the run goes on without saving "
+                      "answers there, and a re-run will ask for them again", file=sys.stderr)
 
     def close(self) -> None:
         with self._lock:
             if not self._fh.closed:
-                self._fh.flush()
-                os.fsync(self._fh.fileno())
-                self._fh.close()
+                try:
+                    self._fh.flush()
+                    os.fsync(self._fh.fileno())
+                except OSError as e:  # already said in put(), or said now
+                    if self.failed is None:
+                        print(f"{self.path}: cannot be written ({e.strerror or e}); its last answers were not "
+                              "saved", file=sys.stderr)
+                    self.failed = e
+                finally:
+                    try:
+                        self._fh.close()
+                    except OSError:  # the buffered tail cannot be written either: nothing more to say
+                        pass
             if self._lock_fh is not None and not self._lock_fh.closed:
                 self._lock_fh.close()  # releases the lock
 

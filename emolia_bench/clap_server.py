@@ -118,16 +118,28 @@ def build_app(embedder, dataset_root: Path | None = None, max_batch: int = 8, ma
         length = request.headers.get("content-length")
         if length is not None and length.isdigit() and int(length) > limit:
             return error(413, f"body exceeds the limit of {limit} bytes")
+        async def bounded_body() -> bytes | None:
+            # read as it arrives and stop past the limit: a chunked body announces no length
+            parts, size = [], 0
+            async for part in request.stream():
+                size += len(part)
+                if size > limit:
+                    return None
+                parts.append(part)
+            return b"".join(parts)
+
         try:
-            body = await asyncio.wait_for(request.body(), receive_timeout)
+            body = await asyncio.wait_for(bounded_body(), receive_timeout)
         except TimeoutError:  # a client dripping its body holds no batch slot past this
             response = error(408, f"request body not received within {receive_timeout:g} s")
             response.headers["connection"] = "close"
             return response
         except ClientDisconnect:
             return JSONResponse({"error": "client disconnected"}, status_code=400)
-        if len(body) > limit:
-            return error(413, f"body exceeds the limit of {limit} bytes")
+        if body is None:
+            response = error(413, f"body exceeds the limit of {limit} bytes")
+            response.headers["connection"] = "close"  # the rest of the body is not read
+            return response
         try:
             payload = json.loads(body)
         except (ValueError, UnicodeDecodeError):

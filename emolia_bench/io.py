@@ -53,6 +53,15 @@ def _decode(path: Path, data: bytes) -> str:
         ) from None
 
 
+def read_bytes(path: Path) -> bytes:
+    """A file's bytes, or :class:`InputError` naming it when it cannot be read (no permission,
+    an I/O error)."""
+    try:
+        return Path(path).read_bytes()
+    except OSError as e:
+        raise InputError(path, f"cannot be read ({e.strerror or type(e).__name__})") from None
+
+
 def read_csv_strings(path: Path, required: Iterable[str], *, allow_no_rows: bool = False) -> pd.DataFrame:
     """Read a CSV as strings, checking existence, encoding, shape and required columns.
 
@@ -61,7 +70,7 @@ def read_csv_strings(path: Path, required: Iterable[str], *, allow_no_rows: bool
     path = Path(path)
     if not path.is_file():
         raise InputError(path, "file not found" if not path.exists() else "is not a file")
-    data = path.read_bytes()
+    data = read_bytes(path)
     if not data.strip():
         raise InputError(path, "file is empty; expected a header line and data rows")
     text = _decode(path, data)
@@ -243,7 +252,7 @@ def load_rubric(path: Path) -> dict | None:
     if not path.exists():
         return None
     try:
-        data = json.loads(path.read_bytes().decode("utf-8-sig"))
+        data = json.loads(read_bytes(path).decode("utf-8-sig"))
     except UnicodeDecodeError:
         raise InputError(path, "is not valid UTF-8; expected a UTF-8 JSON rubric") from None
     except json.JSONDecodeError as e:
@@ -288,7 +297,7 @@ def load_labels(path: Path, subset: Subset) -> pd.DataFrame:
     try:
         df = read_csv_strings(path, required, allow_no_rows=True)
     except InputError as e:
-        header = path.read_text(encoding="utf-8", errors="replace").split("\n", 1)[0].split(",") if path.is_file() else []
+        header = read_bytes(path).decode("utf-8", "replace").split("\n", 1)[0].split(",") if path.is_file() else []
         other = [s.name for s in SUBSETS.values() if s is not subset and set(s.item_key) <= set(h.strip() for h in header)]
         if other:
             raise InputError(path, f"is a labels file of {other[0]}, not {subset.name}; expected the "

@@ -232,3 +232,21 @@ def test_bad_option_values_are_refused():
     assert r.returncode == 2 and "--workers" in r.stderr
     r = run_script("analysis.py", "--bootstrap-draws", "10")
     assert r.returncode == 2 and "--bootstrap-draws" in r.stderr
+
+
+def test_an_unreadable_input_file_is_one_line_naming_it(tmp_path, monkeypatch):
+    # chmod cannot take reading away from root (CI runs as root), so the read itself is made to
+    # fail for users.csv, as it does for a file without read permission
+    shutil.copytree(WORKED / "input", tmp_path, dirs_exist_ok=True)
+    real = Path.read_bytes
+
+    def read_bytes(self):
+        if self.name == "users.csv":
+            raise PermissionError(13, "Permission denied")
+        return real(self)
+
+    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    r = run_script("analysis.py", cwd=tmp_path)
+    assert r.returncode == 2 and "Traceback" not in r.stderr and r.stderr.count("\n") == 1, r.stderr
+    assert "users.csv" in r.stderr and "cannot be read (Permission denied)" in r.stderr
+    assert not (tmp_path / "analysis_outputs").exists()

@@ -45,8 +45,9 @@ class SlowEmbedder:
 
 
 @contextmanager
-def running_server(delay: float = 0.0):
-    app = build_app(SlowEmbedder(delay), max_batch=1, max_wait_ms=0, receive_timeout=RECEIVE_TIMEOUT)
+def running_server(delay: float = 0.0, max_body_mb: float = 64.0):
+    app = build_app(SlowEmbedder(delay), max_batch=1, max_wait_ms=0, receive_timeout=RECEIVE_TIMEOUT,
+                    max_body_mb=max_body_mb)
     server = make_server(app)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.bind(("127.0.0.1", 0))
@@ -138,3 +139,31 @@ def test_the_models_time_does_not_count_against_the_receive_deadline():
             r = session.post(f"http://127.0.0.1:{port}/v1/similarity",
                              json={"text": "calm", "audio_base64": wav_base64()}, timeout=20)
             assert r.status_code == 200 and r.json()["similarity"] == pytest.approx(0.6)
+
+
+def test_a_chunked_body_over_the_limit_is_refused_before_it_is_read_whole(capfd):
+    # The report found a 200 MB chunked body (no Content-Length) read whole (~586 MB of memory)
+    # before the 413. Here the limit is 16 KiB and the client offers 4 MiB in 4 KiB chunks: the
+    # answer must be 413 and come while most of the body is still unsent.
+    with running_server(max_body_mb=1 / 64) as port:
+        head = b"POST /v1/similarity HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+        chunk = b"1000\r\n" + b"a" * 4096 + b"\r\n"
+        sent = 0
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as c:
+            c.sendall(head)
+            c.settimeout(0.02)
+            got = b""
+            for _ in range(1024):
+                try:
+                    c.sendall(chunk)
+                    sent += 1
+                    got += c.recv(65536)
+                except TimeoutError:
+                    continue
+                except OSError:
+                    break
+                if got:
+                    break
+        assert got.startswith(b"HTTP/1.1 413") and sent < 512, (got[:100], sent)
+        assert post(port, {"text": "calm", "audio_base64": wav_base64()})[0] == 200  # still serving
+    assert "refused 413" in capfd.readouterr().err

@@ -244,6 +244,27 @@ def test_a_dead_endpoint_ends_the_run_after_give_up_after(demo, tmp_path):
     assert took < 20, took  # 1 s without progress, the back-off in flight, start-up
 
 
+def test_a_silent_endpoint_ends_the_whole_run_within_timeout_plus_give_up_after(demo, tmp_path):
+    # The report found an endpoint that accepts and never answers ending a run after 602 s with
+    # the defaults (and 92 s for --timeout 10 --give-up-after 10): rows queued for a request slot
+    # were still tried after the run gave up, and the next subset started over. Both subsets,
+    # 540 rows, must end within about --timeout + --give-up-after (3 + 3 s here).
+    import socket
+
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(1024)
+        start = time.monotonic()
+        r = bench(demo, tmp_path, f"http://127.0.0.1:{silent.getsockname()[1]}", "--timeout", "3",
+                  "--give-up-after", "3")
+        took = time.monotonic() - start
+    assert r.returncode == 1, r.stderr
+    assert took < 3 + 3 + 4, took  # + start-up and the intervals of two subsets
+    for subset in ("emolia-emo", "emolia-dim"):
+        errors = pd.read_csv(tmp_path / subset / "predictions.csv", keep_default_na=False)["error"]
+        assert errors.str.startswith("gave up: no successful answer for 3 s").all()
+
+
 def test_retries_follow_progress_not_a_budget(demo, tmp_path):
     # 30 % of all attempts fail, whatever the attempt: a fixed run-wide budget ran out at such
     # rates; retries that follow progress finish every row
@@ -255,3 +276,34 @@ def test_retries_follow_progress_not_a_budget(demo, tmp_path):
         r = bench(demo, tmp_path, url, "--subset", "emolia-dim", "--workers", "8")
     assert r.returncode == 0, r.stderr
     assert pd.read_csv(tmp_path / "emolia-dim/predictions.csv")["ok"].all()
+
+
+def test_a_response_cache_on_a_full_disk_stops_saving_not_the_run(demo, sham_server, tmp_path, monkeypatch):
+    # The report found 64 worker tracebacks and a run that never exited when the cache's disk was
+    # full. Here every write to the cache file fails with ENOSPC (the module's own `open` is
+    # replaced for appending): the run scores every row, says so once, and exits 0.
+    import builtins
+    import errno
+
+    from emolia_bench import cache as cache_module
+
+    class Full:
+        def __init__(self, fh):
+            self.fh = fh
+
+        def write(self, data):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        def __getattr__(self, name):
+            return getattr(self.fh, name)
+
+    def full_open(path, mode="r", *args, **kwargs):
+        fh = builtins.open(path, mode, *args, **kwargs)
+        return Full(fh) if "a" in mode and str(path).endswith(".jsonl") else fh
+
+    monkeypatch.setattr(cache_module, "open", full_open, raising=False)
+    r = bench(demo, tmp_path, sham_server, "--subset", "emolia-emo")
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.count("cannot be written (No space left on device)") == 1 and "Traceback" not in r.stderr
+    remote = preds(tmp_path / "emolia-emo/predictions.csv")
+    assert remote["ok"].all() and len(remote) > 200

@@ -95,7 +95,7 @@ def test_fetches_the_real_exports_and_analysis_runs_on_them(tmp_path):
         assert r.returncode == 0, r.stderr
         got = snapshot(tmp_path / "up")
         # every file in place, byte-exact, and its hash the pinned one
-        for upstream_path, rel, sha in files:
+        for upstream_path, rel, sha, _ in files:
             assert got[rel] == tree[f"/{commit}/{upstream_path}"]
             assert hashlib.sha256(got[rel]).hexdigest() == sha
         assert len(got) == len(files)
@@ -119,12 +119,12 @@ def test_a_corrupted_real_file_is_refused_and_earlier_downloads_stay(tmp_path):
         r = fetch(url, tmp_path / "up")
     assert r.returncode == 2 and "sha256" in r.stderr and bad in r.stderr and "Traceback" not in r.stderr
     got = visible(tmp_path / "up")
-    assert set(got) == {rel for _, rel, _ in files[:2]}  # the two before it, intact; nothing after
+    assert set(got) == {rel for _, rel, _, _ in files[:2]}  # the two before it, intact; nothing after
     assert not any(p.name.startswith(".") for p in (tmp_path / "up").rglob("*"))
 
 
 def synthetic_tree(commit, files):
-    return {f"/{commit}/{upstream_path}": f"content of {upstream_path}\n".encode() for upstream_path, _, _ in files}
+    return {f"/{commit}/{upstream_path}": f"content of {upstream_path}\n".encode() for upstream_path, _, _, _ in files}
 
 
 def test_hash_mismatch_is_exit_2_and_writes_nothing(tmp_path):
@@ -160,7 +160,7 @@ def test_unpinned_commit_needs_the_flag_and_prints_hashes(tmp_path):
         assert r.returncode == 2 and "--allow-unpinned" in r.stderr and server.requested == []
         r = fetch(url, tmp_path / "up", "--commit", other, "--allow-unpinned")
     assert r.returncode == 0, r.stderr
-    for upstream_path, rel, _ in files:
+    for upstream_path, rel, _, _ in files:
         data = tree[f"/{other}/{upstream_path}"]
         assert (tmp_path / "up" / rel).read_bytes() == data
         assert hashlib.sha256(data).hexdigest() in r.stdout  # printed, for the user to pin
@@ -172,3 +172,105 @@ def test_help_names_every_option(flag):
     assert r.returncode == 0
     for option in ("--out", "--commit", "--allow-unpinned", "--base-url"):
         assert option in r.stdout
+
+
+class HostileHandler(TreeHandler):
+    """``server.gzip``: paths whose body is sent gzip-compressed (Content-Encoding: gzip);
+    ``server.drip``: paths whose body is sent one byte every half second."""
+
+    def do_GET(self):
+        import gzip
+        import time
+
+        body = self.server.tree[self.path]
+        self.server.requested.append(self.path)
+        self.send_response(200)
+        if self.path in self.server.gzip:
+            body = gzip.compress(body)
+            self.send_header("Content-Encoding", "gzip")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.path in self.server.drip:
+            try:
+                for i in range(len(body)):
+                    self.wfile.write(body[i:i + 1])
+                    self.wfile.flush()
+                    time.sleep(0.5)
+            except OSError:  # the client gave up
+                pass
+            return
+        try:
+            self.wfile.write(body)
+        except OSError:  # the client stopped reading (it refused the body): nothing to report
+            pass
+
+
+@contextmanager
+def hostile_server(tree, gzip=(), drip=()):
+    with serving(HostileHandler, tree=tree, drop=set(), requested=[], gzip=set(gzip), drip=set(drip)) as server:
+        yield server, f"http://127.0.0.1:{server.server_address[1]}"
+
+
+def one_line_refusal(r):
+    assert r.returncode == 2 and "Traceback" not in r.stderr and r.stderr.count("\n") == 1, r.stderr
+
+
+@pytest.mark.parametrize("encoding", ["plain", "gzip"])
+def test_a_body_larger_than_the_pinned_file_is_cut_off(tmp_path, encoding):
+    # 20 MB of zeros where 3.9 MB are pinned; gzip-compressed it is ~20 kB on the wire and would
+    # inflate to 20 MB: the bound counts decoded bytes, so neither is written (or held) whole
+    commit, files = pinned()
+    tree = synthetic_tree(commit, files)
+    first = f"/{commit}/{files[0][0]}"
+    tree[first] = bytes(20_000_000)
+    with hostile_server(tree, gzip={first} if encoding == "gzip" else ()) as (_, url):
+        r = fetch(url, tmp_path / "up")
+    one_line_refusal(r)
+    assert f"more than {files[0][3]:,} bytes" in r.stderr and visible(tmp_path / "up") == {}
+
+
+def test_a_server_that_drips_is_given_up_on_at_the_timeout(tmp_path):
+    import time
+
+    commit, files = pinned()
+    tree = synthetic_tree(commit, files)
+    first = f"/{commit}/{files[0][0]}"
+    with hostile_server(tree, drip={first}) as (_, url):
+        start = time.monotonic()
+        r = run_script(FETCH, "--base-url", url, "--out", tmp_path / "up", "--timeout", "2")
+        took = time.monotonic() - start
+    one_line_refusal(r)
+    assert "longer than --timeout 2" in r.stderr and took < 6, took
+    assert visible(tmp_path / "up") == {}
+
+
+def test_destinations_that_cannot_be_written_are_refused_before_fetching(tmp_path):
+    commit, files = pinned()
+    with tree_server(synthetic_tree(commit, files)) as (server, url):
+        (tmp_path / "file").write_text("x")
+        r = fetch(url, tmp_path / "file")
+        one_line_refusal(r)
+        assert "is not a folder" in r.stderr and server.requested == []
+        (tmp_path / "up" / files[2][1]).mkdir(parents=True)  # a folder where a file must go
+        r = fetch(url, tmp_path / "up")
+        one_line_refusal(r)
+        assert "is not a file" in r.stderr and server.requested == []
+        r = fetch(url, tmp_path / "t", "--timeout", "0")
+        one_line_refusal(r)
+        assert "--timeout" in r.stderr and server.requested == []
+
+
+def test_a_full_disk_is_one_line_and_leaves_no_partial_file(tmp_path, monkeypatch):
+    import errno
+    import os
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full)  # the script's last write of each file
+    commit, files = pinned()
+    with tree_server(synthetic_tree(commit, files)) as (_, url):
+        r = fetch(url, tmp_path / "up")
+    one_line_refusal(r)
+    assert "No space left on device" in r.stderr and files[0][1].split("/")[-1] in r.stderr
+    assert not [p for p in (tmp_path / "up").rglob("*") if p.is_file()]

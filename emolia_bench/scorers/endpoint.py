@@ -191,6 +191,7 @@ class EndpointScorer(Scorer):
         self.timeout, self.workers, self.max_retries = timeout, max(1, workers), max(0, max_retries)
         self.cache_dir, self.fresh, self.send_audio = cache_dir, fresh, send_audio
         self.give_up_after = give_up_after
+        self.gave_up = False  # set for the rest of the run once no request succeeded for give_up_after
         self.stats = {"requests": 0, "retries": 0, "cache_hits": 0, "seconds": 0.0, "rows": 0}
         self.cache_path: Path | None = None
         self.replica_requests: dict[str, int] = {}
@@ -241,6 +242,9 @@ class EndpointScorer(Scorer):
             i = pool.acquire()
             try:
                 async with in_flight:
+                    if self._gave_up.is_set():  # it gave up while this row waited for a slot
+                        pool.release(i, ok=True)
+                        return None, f"gave up: no successful answer for {self.give_up_after:g} s ({last})"
                     value = await self._attempt(sessions[i], targets[i], body)
             except UnusableAnswer as e:
                 pool.release(i, ok=True)
@@ -288,11 +292,14 @@ class EndpointScorer(Scorer):
         self.cache_path = cache.path
         pool = ReplicaPool(self.urls)
         self._last_success, self._gave_up = time.monotonic(), asyncio.Event()
+        if self.gave_up:  # an earlier subset of this run found the endpoint dead: cached rows only
+            self._gave_up.set()
 
         async def watch() -> None:  # give up once nothing has succeeded for give_up_after
             while time.monotonic() - self._last_success <= self.give_up_after:
                 await asyncio.sleep(min(1.0, self.give_up_after / 10))
             self._gave_up.set()
+            self.gave_up = True
 
         def done(row: int, value: float | None, error: str | None) -> None:
             nonlocal n_errors
