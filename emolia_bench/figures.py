@@ -89,19 +89,29 @@ def slice_agreement(table, key: str, majority_col: str, unanimous_col: str, titl
 
 
 def human_ceiling(summaries: list[dict]) -> bytes:
-    """Human pairwise and leave-one-out accuracy per subset with their bootstrap intervals."""
+    """Human pairwise and leave-one-out accuracy per subset with their bootstrap intervals; a
+    figure on fewer items than the run's ``--min-items`` is not drawn, its bar says so."""
     fig, ax = _figure()
-    labels, values, lows, highs, colors = [], [], [], [], []
+    labels, values, lows, highs, colors, withheld = [], [], [], [], [], []
     for s in summaries:
         a = s["agreement"]
+        detail = s.get("agreement_detail", {}).get("figures", {})
         for name, key, color in (("pairwise", "human_pairwise_accuracy", BLUE), ("LOO", "human_loo_accuracy", ORANGE)):
             ci = a.get(f"{key}_ci95") or [None, None]
+            fig_detail = detail.get(key, {})
+            few = fig_detail.get("reliable") is False  # withheld here as in the reports
             labels.append(f"{s['subset']}\n{name}")
-            values.append(a.get(key))
-            lows.append(ci[0])
-            highs.append(ci[1])
+            values.append(None if few else a.get(key))
+            lows.append(None if few else ci[0])
+            highs.append(None if few else ci[1])
             colors.append(color)
+            smallest = fig_detail.get("min_pair_items")
+            withheld.append(None if not few else f"a pair shares\nonly {smallest:,} items" if smallest is not None
+                            else f"too few\nitems ({fig_detail.get('n_items', 0):,})")
     v, err = _interval_errors(values, lows, highs)
+    for i, note in enumerate(withheld):
+        if note:
+            ax.text(i, 0.02, note, ha="center", va="bottom", fontsize=7, color=GREY)
     fig.subplots_adjust(bottom=0.2)  # two-line tick labels
     ax.bar(np.arange(len(v)), np.nan_to_num(v), yerr=err, color=colors, capsize=4)
     ax.axhline(0.5, color=GREY, linestyle="--", linewidth=1, label="chance")
