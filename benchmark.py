@@ -36,9 +36,8 @@ import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 from emolia_bench.cli import EXIT_PARTIAL, ArgumentParser, Phases, run  # noqa: E402
-from emolia_bench.defaults import BOOTSTRAP_DRAWS as METRIC_DRAWS  # noqa: E402
-from emolia_bench.defaults import BOOTSTRAP_SEED as METRIC_SEED  # noqa: E402
 from emolia_bench.defaults import (  # noqa: E402
+    ALT_EPSILON,
     ENDPOINT_GIVE_UP_AFTER,
     ENDPOINT_MAX_RETRIES,
     ENDPOINT_TIMEOUT,
@@ -46,6 +45,8 @@ from emolia_bench.defaults import (  # noqa: E402
     MIN_CLASS_ROWS,
     SUBSET_NAMES,
 )
+from emolia_bench.defaults import BOOTSTRAP_DRAWS as METRIC_DRAWS  # noqa: E402
+from emolia_bench.defaults import BOOTSTRAP_SEED as METRIC_SEED  # noqa: E402
 from emolia_bench.presets import PRESETS, add_loading_options  # noqa: E402
 
 
@@ -113,6 +114,10 @@ def arguments() -> argparse.ArgumentParser:
     s.add_argument("--cv-folds", type=int, default=5,
                    help="folds (by clip) for the cross-validated thresholds (default: 5)")
     s.add_argument("--cv-seed", type=int, default=METRIC_SEED, help=f"seed of the fold assignment (default: {METRIC_SEED})")
+    s.add_argument("--alt-epsilon", type=float, default=ALT_EPSILON,
+                   help="the alternative annotator test's cost-benefit margin: the advantage the humans must keep "
+                        f"for the model not to replace one (default: {ALT_EPSILON}; the paper: 0.2 experts, 0.15 skilled "
+                        "annotators, 0.1 crowd-workers, smaller when the humans agree little)")
     s.add_argument("--min-class-rows", type=int, default=MIN_CLASS_ROWS,
                    help="a slice whose minority class has fewer rows gets no balanced-accuracy interval, and the report "
                         f"marks it too small (default: {MIN_CLASS_ROWS})")
@@ -213,6 +218,7 @@ def main(argv: list[str] | None = None) -> int:
                          min_items=min_items, human_reliable=human_reliable,
                          bootstrap=bootstrap, min_class_rows=args.min_class_rows,
                          cv_folds=args.cv_folds, cv_seed=args.cv_seed, scorer_info=scorer.info(),
+                         alt_epsilon=args.alt_epsilon,
                          templates=templates[subset.name], progress=bar)
         results.append(r)
         failed += r.summary["evaluation_errors"]

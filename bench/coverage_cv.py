@@ -4,9 +4,10 @@
 
 For each subset's shape (its items, clips, prompts and majority labels: by default those of
 bench/synth.py's 1× exports after analysis.py; ``--labels`` takes any analysis run's
-``<subset>/benchmark_labels.csv``, e.g. of the real exports), each repetition gives every row a
-fresh uniform random score — a scorer whose true balanced accuracy is 0.5 at any threshold —
-and computes benchmark.py's cross-validated balanced accuracy (5 clip folds, global and per
+``<subset>/benchmark_labels.csv``, e.g. of the real exports), each repetition draws a new
+benchmark from that shape as from a population — its clips drawn with replacement, each draw a
+clip of its own with all its rows — and gives every row a fresh uniform random score (a scorer
+whose true balanced accuracy is 0.5 at any threshold), then computes benchmark.py's cross-validated balanced accuracy (5 clip folds, global and per
 prompt) with its 95 % clip-bootstrap interval. Prints the share of repetitions whose interval
 covers 0.5 (target ≥ 0.93) with its Monte-Carlo standard error, for the interval benchmark.py
 reports (thresholds re-chosen in every resample) and, as the reference measured in the same
@@ -47,7 +48,14 @@ def shape(labels: Path) -> tuple[str, np.ndarray, np.ndarray, np.ndarray]:
 def one_rep(args) -> list[tuple[bool, bool]]:
     """[(re-run interval covers 0.5, fixed-threshold interval covers 0.5) for global, per prompt]."""
     clip, prompt, truth, rep, draws = args
-    scores = np.random.default_rng(1000 + rep).random(len(truth))
+    rng = np.random.default_rng(1000 + rep)
+    codes, names = pd.factorize(clip)
+    rows_of = pd.Series(np.arange(len(clip))).groupby(codes).apply(list).to_list()
+    drawn = rng.integers(0, len(names), len(names))  # a new sample of clips from the shape
+    rows = np.concatenate([rows_of[c] for c in drawn])
+    clip = np.repeat([f"c{i}" for i in range(len(drawn))], [len(rows_of[c]) for c in drawn])
+    prompt, truth = prompt[rows], truth[rows]
+    scores = rng.random(len(truth))
     folds = clip_folds(clip, 5, seed=rep)
     boot = Bootstrap(draws=draws, seed=rep)
     out = []

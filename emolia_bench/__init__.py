@@ -22,6 +22,7 @@ two servers); the logic lives here, as plain functions over DataFrames, one modu
 - ``cache``         the on-disk response and embedding caches (append-only JSONL)
 - ``evaluation``    scored rows -> predictions, metric tables and the benchmark summary.json
 - ``vs_humans``     the model as one more rater, scored on the humans' own targets; graded labels
+- ``alt_test``      may the model replace a rater? the alternative annotator test, with a chance control
 - ``thresholds``    cross-validated decision thresholds (folds by clip)
 - ``ranking``       AUROC, macro AUROC and Spearman's ρ with clip-bootstrap intervals
 - ``compare``       runs side by side: leaderboard and clip-paired tests

@@ -23,3 +23,7 @@ ENDPOINT_WORKERS = 64  # requests in flight at most
 # ENDPOINT_GIVE_UP_AFTER, not by this count.
 ENDPOINT_MAX_RETRIES = 16
 ENDPOINT_GIVE_UP_AFTER = 120.0  # seconds without one successful answer before the run gives up
+
+# benchmark.py --alt-epsilon: the alternative annotator test's margin (emolia_bench/alt_test.py
+# says why 0.1: crowd-worker-like raters who agree little)
+ALT_EPSILON = 0.1

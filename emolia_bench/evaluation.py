@@ -8,6 +8,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .alt_test import EPSILON as ALT_EPSILON
+from .alt_test import alt_test_with_control
 from .defaults import BOOTSTRAP_SEED, MIN_ITEMS
 from .metrics import (
     MIN_CLASS_ROWS,
@@ -24,7 +26,7 @@ from .subsets import Subset
 from .summary import SliceRow, Support
 from .templates import template_report
 from .thresholds import clip_folds, cv_balanced_accuracy
-from .vs_humans import graded_agreement, vs_humans
+from .vs_humans import graded_agreement, scorer_decisions, votes_of_scored, vs_humans
 
 AUDIO_MISSING = "audio_missing"
 SLICE_FIELDS = ("n", "accuracy", "balanced_accuracy", "f1")
@@ -100,6 +102,7 @@ def evaluate(subset: Subset, rows: pd.DataFrame, predictions: pd.DataFrame, *, m
              bootstrap: Bootstrap, min_class_rows: int = MIN_CLASS_ROWS, min_items: int = MIN_ITEMS,
              human_reliable: dict | None = None,
              cv_folds: int = 5, cv_seed: int = BOOTSTRAP_SEED, scorer_info: dict | None = None,
+             alt_epsilon: float = ALT_EPSILON,
              templates: list[str] | None = None, progress=None) -> BenchmarkResult:
     """Metrics, tables and summary.json of one subset's run; ``progress.update(1)`` after each of
     its :data:`EVALUATION_STEPS` interval families (the slice tables, AUROC, the cross-validated
@@ -198,10 +201,34 @@ def evaluate(subset: Subset, rows: pd.DataFrame, predictions: pd.DataFrame, *, m
         s["vs_humans"] = vs_humans(scored, votes, subset, bootstrap=bootstrap, support=Support(min_items))
         step(1)
         s["graded"] = graded_agreement(scored, votes, subset, bootstrap=bootstrap, support=Support(min_items))
+        s["alt_test"] = alt_test_block(scored.reset_index(drop=True), votes, subset, epsilon=alt_epsilon,
+                                       seed=bootstrap.seed)
         step(1)
     else:
         step(2)
     return BenchmarkResult(subset, predictions, tables, s, scored["majority_present"].to_numpy(), sims)
+
+
+def alt_test_block(scored: pd.DataFrame, votes: pd.DataFrame, subset: Subset, *, epsilon: float, seed: int) -> dict:
+    """``summary.json["alt_test"]``: the alternative annotator test (:mod:`alt_test`) of the model
+    and of the sampling prior at ``epsilon`` and at ε = 0 (the model at least as aligned with the
+    group as each human), each with the random-rater control, on all scored items and within each
+    value of the type slice."""
+    frame, names = votes_of_scored(scored, votes, subset)
+    decisions = scorer_decisions(scored, subset)
+
+    def test(votes_frame: pd.DataFrame, decision: np.ndarray) -> dict:
+        out = alt_test_with_control(votes_frame, decision, names, epsilon=epsilon, seed=seed)
+        strict = alt_test_with_control(votes_frame, decision, names, epsilon=0.0, seed=seed)
+        out["at_epsilon_0"] = {k: strict[k] for k in ("winning_rate", "verdict")}  # no allowance for cost
+        return out
+
+    out = {name: test(frame, d) for name, d in decisions.items()}
+    slice_of = scored[subset.type_slice].to_numpy()
+    out[f"by_{subset.type_slice}"] = [
+        {subset.type_slice: value, **{name: test(frame[slice_of[frame["item"]] == value], d) for name, d in decisions.items()}}
+        for value in sorted(pd.unique(slice_of))]
+    return out
 
 
 def label_support(rows: pd.DataFrame) -> dict:

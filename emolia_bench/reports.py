@@ -564,6 +564,36 @@ def headline_table(s: dict, category: str) -> str:
             + md_table([("headline", TEXT), ("value", TEXT), ("95 % CI", TEXT), ("rows", TEXT), ("verdict", TEXT)], rows))
 
 
+def alt_test_section(a: dict) -> str:
+    """The alternative annotator test (summary.json["alt_test"]): per scorer, the verdict, ω, ρ
+    and the random-rater control; per rater, its items, advantage probabilities and q."""
+    rows, per_rater = [], []
+    for title, key in (("this model", "model"), ("sampling prior (costs nothing)", "sampling_prior")):
+        t = a[key]
+        eps = f"{t['epsilon']:g}"
+        rows.append((title, t["verdict"], fraction(t["winning_rate"]), fraction(t["rho"]),
+                     f"{t['n_raters_tested']} of {t['n_raters']}", count(t["n_items"]), t["at_epsilon_0"]["verdict"],
+                     f"{t['random_rater']['verdict']} (ρ {fraction(t['random_rater']['rho'])})"))
+        for r in t["per_rater"]:
+            per_rater.append((title, r["rater"], r["n_items"], fraction(r["rho_model"]), fraction(r["rho_rater"]),
+                              p_value(r.get("q_by")), text(r.get("model_beats_rater")) if r.get("p") is not None
+                              else "too few items"))
+    t = a["model"]
+    return ("## May the model replace a rater? (alternative annotator test)\n\n"
+            f"For each rater, on the items they rated with at least two others: does the model agree with the others "
+            f"at least as often as the rater does, allowing the humans an advantage of ε = {eps}? One-sided paired "
+            f"t-test per rater, Benjamini–Yekutieli over raters at q ≤ {t['alpha']:g}; ω is the share of raters "
+            f"the model beats (≥ 0.5: it may replace one), ρ its average advantage probability (for ranking "
+            f"scorers). Raters with fewer than {t['min_items']} such items are not tested; fewer than "
+            f"{t['min_raters']} tested raters: \"too few\". The control is a random rater calling present as often; "
+            "when it passes too, the verdict is inconclusive at that ε.\n\n"
+            + (f"{t['why']}.\n\n" if t.get("why") else "")
+            + md_table([("scorer", TEXT), (f"verdict at ε = {eps}", TEXT), ("ω", TEXT), ("ρ", TEXT), ("raters tested", TEXT),
+                        ("items", TEXT), ("verdict at ε = 0", TEXT), ("random rater", TEXT)], rows)
+            + "\n\n" + md_table([("scorer", TEXT), ("rater", TEXT), ("items", COUNT), ("ρ scorer", TEXT),
+                                  ("ρ rater", TEXT), ("q (BY)", TEXT), ("beats the rater", TEXT)], per_rater))
+
+
 def graded_table(g: dict, category: str) -> str:
     ref = g["human_reference"]
     if not ref["reliable"]:  # too few comparisons to say anything: said, not shown
@@ -624,6 +654,8 @@ def benchmark_report(r, figures=None) -> str:
         parts.append(headline_table(s, subset.category_slice))
     if "vs_humans" in s:
         parts.append(vs_humans_table(s["vs_humans"]))
+    if "alt_test" in s:
+        parts.append(alt_test_section(s["alt_test"]))
     if "graded" in s:
         parts.append(graded_table(s["graded"], subset.category_slice))
     if "prompt_templates" in s:

@@ -113,23 +113,33 @@ def loo_rows(votes: pd.DataFrame, decisions: dict[str, np.ndarray], clip_of_item
     return out
 
 
-def vs_humans(scored: pd.DataFrame, votes: pd.DataFrame, subset, *, bootstrap: Bootstrap, support: Support) -> dict:
-    """``summary.json["vs_humans"]``. ``scored``: the rows scored ok, with the item key,
-    ``pred_present`` and ``clip``; ``votes``: votes.csv (item key, ``rater``, ``binary``)."""
+def votes_of_scored(scored: pd.DataFrame, votes: pd.DataFrame, subset) -> tuple[pd.DataFrame, list]:
+    """The human votes on the items scored: ``item`` (the row of ``scored``), ``rater`` (codes in
+    name order), ``binary``; and the raters' names."""
     keys = list(subset.item_key)
-    items = scored[keys].reset_index(drop=True)
-    code = pd.MultiIndex.from_frame(items)
-    at = code.get_indexer(pd.MultiIndex.from_frame(votes[keys]))
+    at = pd.MultiIndex.from_frame(scored[keys].reset_index(drop=True)).get_indexer(pd.MultiIndex.from_frame(votes[keys]))
     v = votes[at >= 0]
     rater_codes, rater_names = pd.factorize(v["rater"], sort=True)
     frame = pd.DataFrame({"item": at[at >= 0], "rater": rater_codes, "binary": v["binary"].astype(np.int64).to_numpy()})
-    prior = items[subset.prior_column].isin(subset.prior_positive).to_numpy().astype(np.int64)
-    decisions = {"model": scored["pred_present"].to_numpy(np.int64), "sampling_prior": prior}
+    return frame, list(rater_names)
+
+
+def scorer_decisions(scored: pd.DataFrame, subset) -> dict[str, np.ndarray]:
+    """The decisions scored as a rater's: the model's ``pred_present`` and the sampling prior."""
+    prior = scored[subset.prior_column].isin(subset.prior_positive).to_numpy().astype(np.int64)
+    return {"model": scored["pred_present"].to_numpy(np.int64), "sampling_prior": prior}
+
+
+def vs_humans(scored: pd.DataFrame, votes: pd.DataFrame, subset, *, bootstrap: Bootstrap, support: Support) -> dict:
+    """``summary.json["vs_humans"]``. ``scored``: the rows scored ok, with the item key,
+    ``pred_present`` and ``clip``; ``votes``: votes.csv (item key, ``rater``, ``binary``)."""
+    frame, rater_names = votes_of_scored(scored, votes, subset)
+    decisions = scorer_decisions(scored, subset)
     clip = scored["clip"].astype(str).to_numpy()
     return {
         "definition": "the model as one more rater, on the humans' own targets (README: Comparing a model with the humans)",
         "chance": {"accuracy": 0.5, "balanced_accuracy": 0.5, "kappa": 0.0},
-        "pairwise": pairwise_rows(frame, decisions, list(rater_names)),
+        "pairwise": pairwise_rows(frame, decisions, rater_names),
         "leave_one_out": loo_rows(frame, decisions, clip, bootstrap=bootstrap, support=support),
         "bootstrap": {"seed": bootstrap.seed, "draws": bootstrap.draws, "unit": "clip", "interval": "percentile 95%"},
     }
