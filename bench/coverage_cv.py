@@ -63,7 +63,7 @@ def one_rep(args) -> list[tuple[bool, bool]]:
         _, draws, applied = cv_balanced_accuracy(truth, scores, clip, folds, 0.0, groups, bootstrap=boot)
         iv = percentile_interval(draws)
         fixed = slice_intervals(truth, (scores >= applied).astype(np.int64), clip, [np.zeros(len(truth), np.int64)],
-                                bootstrap=boot)[0][0]
+                                bootstrap=boot)[0][0][0]
         out.append((iv.low <= 0.5 <= iv.high, fixed.low <= 0.5 <= fixed.high))
     return out
 

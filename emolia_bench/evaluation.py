@@ -32,7 +32,8 @@ AUDIO_MISSING = "audio_missing"
 SLICE_FIELDS = ("n", "accuracy", "balanced_accuracy", "f1")
 HEADLINE_FIELDS = ("n", "accuracy", "balanced_accuracy", "precision", "recall", "f1", "tp", "fp", "tn", "fn")
 EXTRA_FIELDS = ("precision", "recall", "specificity", "auroc", "average_precision",
-                "balanced_accuracy_ci_low", "balanced_accuracy_ci_high", "tp", "fp", "tn", "fn", "n_positive", "n_negative")
+                "balanced_accuracy_ci_low", "balanced_accuracy_ci_high", "tp", "fp", "tn", "fn", "n_positive", "n_negative",
+                "balanced_accuracy_p_chance", "balanced_accuracy_q_bh", "balanced_accuracy_mde80")
 
 
 @dataclass

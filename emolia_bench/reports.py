@@ -500,9 +500,18 @@ def _slice_table(records: list, key: str, min_class_rows: int) -> str:
         rows.append((r[key], r["n"], r.get("n_positive"), r.get("n_negative"),
                      small or fraction(r["balanced_accuracy"]),
                      "" if small else interval([r.get("balanced_accuracy_ci_low"), r.get("balanced_accuracy_ci_high")]),
+                     "" if small else p_value(r.get("balanced_accuracy_q_bh")),
+                     "" if small else fraction(r.get("balanced_accuracy_mde80")),
                      r["accuracy"], r["f1"], r.get("auroc")))
+    supported = [r for r in records if not too_small(r, min_class_rows) and r.get("balanced_accuracy_q_bh") is not None]
+    claims = sum(r["balanced_accuracy_q_bh"] <= 0.05 for r in supported)
+    sentence = (f"\n{len(supported)} of {len(records)} slices have at least {min_class_rows} rows of each class and can "
+                f"support a claim; {claims} differ from chance at q ≤ 0.05 (Benjamini–Hochberg over this table's "
+                "slices; p: Fisher's exact test of decisions against truth). MDE: the smallest difference from 0.5 the slice detects with 80 % "
+                "power at 5 %.\n")
     return md_table([(key, TEXT), ("n", COUNT), ("positive", COUNT), ("negative", COUNT), ("balanced accuracy", TEXT),
-                     ("95 % CI", TEXT), ("accuracy", FRACTION), ("F1", FRACTION), ("AUROC", FRACTION)], rows)
+                     ("95 % CI", TEXT), ("q vs chance", TEXT), ("MDE", TEXT), ("accuracy", FRACTION), ("F1", FRACTION),
+                     ("AUROC", FRACTION)], rows) + sentence
 
 
 def vs_humans_table(v: dict) -> str:

@@ -146,3 +146,15 @@ def percentile_interval(stats: np.ndarray) -> Interval | None:
         return None
     lo, hi = np.percentile(stats, [2.5, 97.5])
     return Interval(float(lo), float(hi))
+
+
+# z_0.975 + z_0.80: a difference this many standard errors from the null is detected with 80 %
+# power by a two-sided 5 % test
+Z_POWER_80 = 1.959963984540054 + 0.8416212335729143
+
+
+def detectable_difference(stats: np.ndarray) -> float | None:
+    """The minimum detectable difference at 80 % power and 5 % (two-sided): (z_0.975 + z_0.8) ×
+    the standard deviation of the finite resamples; None with fewer than two."""
+    stats = stats[np.isfinite(stats)]
+    return float(Z_POWER_80 * np.std(stats, ddof=1)) if len(stats) >= 2 else None

@@ -99,6 +99,10 @@ class SliceRow:
     n_positive: float
     n_negative: float
     ci95: Interval | None  # of the balanced accuracy
+    #: bootstrap p of "differs from chance (0.5)", and the smallest difference from 0.5 the slice
+    #: detects with 80 % power at 5 % (both None where the interval is withheld)
+    balanced_accuracy_p_chance: float | None = None
+    balanced_accuracy_mde80: float | None = None
 
     def record(self) -> dict:
         """Every figure by name, the interval as ``balanced_accuracy_ci_low`` / ``_ci_high``."""

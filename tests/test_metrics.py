@@ -21,7 +21,33 @@ def balanced_accuracy_interval(t, p, clips, bootstrap=None):
     """The clip-bootstrap interval of one slice holding every row."""
     t, p = np.asarray(t), np.asarray(p)
     bootstrap = bootstrap or Bootstrap(draws=1000, seed=0)
-    return slice_intervals(t, p, np.asarray(clips), [np.zeros(len(t), np.int64)], bootstrap=bootstrap)[0][0]
+    got = slice_intervals(t, p, np.asarray(clips), [np.zeros(len(t), np.int64)], bootstrap=bootstrap)[0][0]
+    return got[0] if got else None
+
+
+def test_differs_from_chance_is_fishers_exact_test_and_q_values_are_benjamini_hochberg():
+    # p written out: the hypergeometric probability of each table with the observed margins,
+    # summed over tables no more likely than the observed one (two-sided Fisher, by hand)
+    from math import comb
+
+    from emolia_bench.metrics import bh_q_values, metrics_of
+
+    def fisher_by_hand(tp, fn, fp, tn):
+        row1, col1, n = tp + fn, tp + fp, tp + fn + fp + tn
+        prob = lambda a: comb(row1, a) * comb(n - row1, col1 - a) / comb(n, col1)  # noqa: E731
+        lo, hi = max(0, col1 - (n - row1)), min(row1, col1)
+        observed = prob(tp)
+        return min(1.0, sum(prob(a) for a in range(lo, hi + 1) if prob(a) <= observed * (1 + 1e-7)))
+
+    t = np.array([1] * 25 + [0] * 25)
+    p = np.array([1] * 18 + [0] * 7 + [1] * 9 + [0] * 16)  # tp 18, fn 7, fp 9, tn 16
+    row = metrics_of(t, p, p.astype(float), (None, 0.1), min_class_rows=20)
+    assert row.balanced_accuracy_p_chance == pytest.approx(fisher_by_hand(18, 7, 9, 16), rel=1e-9)
+    assert metrics_of(t, p, p.astype(float), (None, 0.1), min_class_rows=26).balanced_accuracy_p_chance is None
+    # Benjamini–Hochberg by hand: q_(k) = min over l >= k of p_(l) * m / l
+    ps = [0.01, None, 0.04, 0.03, 0.5]
+    # sorted 0.01, 0.03, 0.04, 0.5 -> p·m/rank 0.04, 0.06, 0.0533, 0.5 -> running minimum from the top
+    assert bh_q_values(ps) == pytest.approx([0.04, None, 0.04 * 4 / 3, 0.04 * 4 / 3, 0.5])
 
 # truth 1 1 1 1 0 0 0 ; pred 1 1 0 0 1 0 0
 #  tp=2 fn=2 fp=1 tn=2 -> accuracy 4/7, recall 1/2, specificity 2/3, BA 7/12,
@@ -173,8 +199,14 @@ def test_slice_intervals_equal_an_explicit_clip_resample():
             tt, pp = t[sel], p[sel]
             with np.errstate(invalid="ignore", divide="ignore"):
                 ba = ((w * (tt * pp)).sum(1) / (w * tt).sum(1) + (w * ((1 - tt) * (1 - pp))).sum(1) / (w * (1 - tt)).sum(1)) / 2
-            want = percentile_interval(ba) if tt.any() and (1 - tt).any() else None
-            assert got[f][g] == pytest.approx(want, abs=1e-12), (f, g)
+            if not (tt.any() and (1 - tt).any()):
+                assert got[f][g] is None
+                continue
+            interval, mde = got[f][g]
+            assert interval == pytest.approx(percentile_interval(ba), abs=1e-12), (f, g)
+            # the detectable difference: z_0.975 + z_0.8 standard deviations of these resamples
+            fin = ba[np.isfinite(ba)]
+            assert mde == pytest.approx((1.959963984540054 + 0.8416212335729143) * fin.std(ddof=1), abs=1e-12)
     assert sum(v is not None for v in got[1]) == 3  # every slice had both classes
 
 
