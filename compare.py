@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     if len(names) != len(args.runs) or len(set(names)) != len(names):
         p.error("--names needs one distinct name per run")
 
-    from emolia_bench.compare import compare
+    from emolia_bench.compare import compare, separability
     from emolia_bench.outputs import csv_bytes, json_bytes, write_outputs
     from emolia_bench.reports import comparison_report
     from emolia_bench.resampling import Bootstrap, default_threads
@@ -60,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
                                        "bootstrap": {"seed": args.seed, "draws": args.bootstrap_draws, "unit": "clip"},
                                        "leaderboard": board.to_dict(orient="records"),
                                        "pairwise": pairs.to_dict(orient="records"),
+                                       "separability": separability(pairs),
                                        "run": run_record("compare.py", sys.argv[1:] if argv is None else list(argv),
                                                          [run / s / "predictions.csv" for run in args.runs
                                                           for s in SUBSET_NAMES if (run / s).is_dir()])}),
@@ -73,7 +74,8 @@ def main(argv: list[str] | None = None) -> int:
         overall = board[board["slice"] == "overall"].to_dict(orient="records")
         outputs["leaderboard.png"] = comparison(overall, "Balanced accuracy at the threshold, overall")
         figure = "comparison.png"
-    outputs["leaderboard.md"] = comparison_report(board, pairs, figure, draws=args.bootstrap_draws, seed=args.seed).encode()
+    outputs["leaderboard.md"] = comparison_report(board, pairs, figure, draws=args.bootstrap_draws, seed=args.seed,
+                                                  separated=separability(pairs)).encode()
     write_outputs(args.output_dir, outputs)
     print(outputs["leaderboard.md"].decode().split("## Leaderboard", 1)[-1].split("## ", 1)[0].strip())
     return 0

@@ -24,7 +24,9 @@ For two runs A and B on the same rows:
 Only rows scored ok by both runs enter a pair's tests. A run that calls one class on at least
 :data:`ONE_CLASS_SHARE` of its rows is flagged in the leaderboard: its fixed-threshold figures
 say nothing about the model (balanced accuracy 0.500 whatever its scores). The leaderboard ranks
-runs by macro AUROC, then cross-validated balanced accuracy, then the fixed-threshold figure.
+runs by macro AUROC, then cross-validated balanced accuracy, then the fixed-threshold figure;
+each run's rank by macro AUROC gets a 95 % interval over clip resamples shared by all runs, and
+the benchmark's separability is the share of run pairs whose paired interval excludes 0.
 """
 
 from __future__ import annotations
@@ -260,5 +262,57 @@ def compare(folders: list[Path], names: list[str], *, bootstrap: Bootstrap):
         runs_by_subset[subset.name] = present
     if not runs_by_subset:
         raise InputError(folders[0], "holds no <subset>/predictions.csv; expected benchmark.py output folders")
-    pairs = [paired_test(a, b, bootstrap=bootstrap) for runs in runs_by_subset.values() for a, b in combinations(runs, 2)]
-    return leaderboard(runs_by_subset), pd.DataFrame(pairs)
+    pairs = pd.DataFrame([paired_test(a, b, bootstrap=bootstrap) for runs in runs_by_subset.values()
+                          for a, b in combinations(runs, 2)])
+    board = leaderboard(runs_by_subset)
+    ranks = pd.DataFrame([r for runs in runs_by_subset.values() for r in rank_intervals(runs, bootstrap=bootstrap)],
+                         columns=["subset", "run", "rank", "rank_low", "rank_high", "rank_rows"])
+    board = board.merge(ranks.assign(slice="overall"), on=["subset", "slice", "run"], how="left")
+    return board, pairs
+
+
+def rank_intervals(runs: list[Run], *, bootstrap: Bootstrap) -> list[dict]:
+    """Each run's rank by macro AUROC (1 = best; ties share the mean rank) on the rows every run
+    scored, and its 95 % percentile interval over clip resamples — the same resamples for every
+    run, as Arena-Hard ranks models."""
+    key = list(runs[0].subset.item_key)
+    m = runs[0].predictions[list(dict.fromkeys([*key, "majority_present", "clip", runs[0].subset.category_slice]))]
+    for i, r in enumerate(runs):
+        m = m.merge(r.predictions[[*key, "ok", "similarity"]].rename(columns={"ok": f"ok{i}", "similarity": f"s{i}"}),
+                    on=key)
+    m = m.sort_values(key, kind="stable").reset_index(drop=True)
+    m = m[np.logical_and.reduce([m[f"ok{i}"] for i in range(len(runs))])]
+    if len(m) == 0:
+        return [{"subset": r.subset.name, "run": r.name, "rank": None, "rank_low": None, "rank_high": None,
+                 "rank_rows": 0} for r in runs]
+    t, clips = m["majority_present"].to_numpy(), m["clip"].astype(str).to_numpy()
+    cats = m[runs[0].subset.category_slice].to_numpy()
+    values, draws = [], []
+    for i in range(len(runs)):
+        full, d = auroc_draws(t, m[f"s{i}"].to_numpy(), clips, cats, bootstrap=bootstrap)
+        values.append(full[1])
+        draws.append(d[:, 1])
+    from scipy.stats import rankdata
+
+    point = rankdata(-np.nan_to_num(np.array(values), nan=-np.inf))
+    per_draw = rankdata(-np.nan_to_num(np.column_stack(draws), nan=-np.inf), axis=1)  # draws × runs
+    out = []
+    for i, r in enumerate(runs):
+        lo, hi = np.percentile(per_draw[:, i], [2.5, 97.5]) if len(per_draw) else (None, None)
+        out.append({"subset": r.subset.name, "run": r.name, "rank": float(point[i]),
+                    "rank_low": None if lo is None else float(lo), "rank_high": None if hi is None else float(hi),
+                    "rank_rows": int(len(m))})
+    return out
+
+
+def separability(pairs: pd.DataFrame) -> dict:
+    """Per subset: the share of run pairs whose paired 95 % interval of the macro AUROC difference
+    excludes 0 — how well the benchmark tells its runs apart (Arena-Hard's separability)."""
+    out = {}
+    for name, g in pairs.groupby("subset", sort=False):
+        lo, hi = g["macro_auroc_difference_ci_low"], g["macro_auroc_difference_ci_high"]
+        defined = lo.notna() & hi.notna()
+        separated = int(((lo > 0) | (hi < 0))[defined].sum())
+        out[name] = {"pairs": int(defined.sum()), "separated": separated,
+                     "share": separated / int(defined.sum()) if defined.any() else None}
+    return out

@@ -710,7 +710,8 @@ def benchmark_report(r, figures=None) -> str:
 # comparison report
 
 
-def comparison_report(board: pd.DataFrame, pairs: pd.DataFrame, figure: str | None, *, draws: int, seed: int) -> str:
+def comparison_report(board: pd.DataFrame, pairs: pd.DataFrame, figure: str | None, *, draws: int, seed: int,
+                      separated: dict | None = None) -> str:
     parts = ["# emolia-bench — comparison of runs\n"]
     if figure:
         parts.append(f"![Paired differences between runs]({figure})\n")
@@ -722,11 +723,17 @@ def comparison_report(board: pd.DataFrame, pairs: pd.DataFrame, figure: str | No
                  "runs differ is in the paired tests below.\n\n" + md_table(
                      [("subset", TEXT), ("run", TEXT), ("n", COUNT), ("macro AUROC", FRACTION), ("95 % CI", INTERVAL),
                       ("CV balanced accuracy", FRACTION), ("95 % CI", INTERVAL), ("balanced accuracy", FRACTION),
-                      ("95 % CI", INTERVAL), ("threshold", THRESHOLD), ("called present", TEXT), ("mode", TEXT)],
+                      ("95 % CI", INTERVAL), ("threshold", THRESHOLD), ("called present", TEXT), ("mode", TEXT),
+                      ("rank (95 % CI)", TEXT)],
                      [(r.subset, r.run + (" ⚠ one class" if r.one_class else ""), r.n, r.macro_auroc,
                        [r.macro_auroc_ci_low, r.macro_auroc_ci_high], r.cv_balanced_accuracy, [r.cv_ci_low, r.cv_ci_high],
-                       r.balanced_accuracy, [r.ci_low, r.ci_high], r.threshold, pct(r.share_called_present), r.mode)
+                       r.balanced_accuracy, [r.ci_low, r.ci_high], r.threshold, pct(r.share_called_present), r.mode,
+                       "n/a" if pd.isna(r.rank) else f"{r.rank:g} [{r.rank_low:g}, {r.rank_high:g}]")
                       for r in overall.itertuples()]))
+    for name, sep in (separated or {}).items():
+        parts.append(f"{name}: {sep['separated']} of {sep['pairs']} run pairs differ in macro AUROC (paired 95 % "
+                     "interval excluding 0): the benchmark's separability. Ranks by macro AUROC on the rows every "
+                     "run scored, intervals over the same clip resamples for all runs.\n")
     if len(flagged):
         parts.append("⚠ one class: " + "; ".join(f"{r.run} ({r.subset}) calls {pct(r.share_called_present)} of its rows "
                                                  "present" for r in flagged.itertuples())

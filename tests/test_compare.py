@@ -258,3 +258,24 @@ def test_identical_runs_have_zero_headline_differences(project, tmp_path):
         assert defined.any()
         assert (pairs.loc[defined, f"{name}_difference"] == 0).all()
         assert (pairs.loc[defined, f"{name}_p_bootstrap"] == 1).all()
+
+
+def test_rank_intervals_and_separability(project, tmp_path):
+    # a perfect scorer, the sham run and its mirror image: the perfect one ranks first and the
+    # mirror last by macro AUROC; on the worked example's 10 rows a resample can let the sham tie
+    # one of them (a shared rank), never overtake
+    rescored(project, "perfect", lambda p: p["majority_present"].astype(float).to_numpy())
+    sham = pd.read_csv(project / "runs/a/emolia-emo/predictions.csv")["similarity"].to_numpy()
+    rescored(project, "mirror", lambda p: 1.0 - p["majority_present"].astype(float).to_numpy())
+    r = run_script("compare.py", "runs/a", "runs/perfect", "runs/mirror", "--output-dir", tmp_path, "--no-figures",
+                   "--names", "sham", "perfect", "mirror", cwd=project)
+    assert r.returncode == 0, r.stderr
+    board = pd.read_csv(tmp_path / "leaderboard.csv")
+    emo = board[(board["subset"] == "emolia-emo") & (board["slice"] == "overall")].set_index("run")
+    assert emo.loc["perfect", "rank"] == 1.0 and emo.loc["perfect", "rank_low"] == 1.0
+    assert emo.loc["perfect", "rank_high"] <= 2.0
+    assert emo.loc["mirror", "rank"] == 3.0 and emo.loc["mirror", "rank_high"] == 3.0 and emo.loc["mirror", "rank_low"] >= 2.0
+    assert emo.loc["sham", "rank"] == 2.0 and len(sham) == emo.loc["sham", "rank_rows"]
+    sep = json.loads((tmp_path / "comparison.json").read_text())["separability"]["emolia-emo"]
+    assert sep["pairs"] == 3 and sep["separated"] >= 1  # perfect vs mirror at least: AUROC 1 against 0
+    assert "run pairs differ in macro AUROC" in (tmp_path / "leaderboard.md").read_text()
