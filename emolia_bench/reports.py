@@ -537,7 +537,25 @@ def vs_humans_table(v: dict) -> str:
             "model's decision against the same target; Δ is model − human, with a paired clip-bootstrap interval.\n\n"
             + md_table([("rater", TEXT), ("pairwise acc", FRACTION), ("pairwise bal. acc", FRACTION), ("pairwise κ", SIGNED),
                         ("LOO acc", TEXT), ("LOO bal. acc", TEXT), ("Δ bal. acc vs human", TEXT),
-                        ("95 % CI", TEXT)], rows))
+                        ("95 % CI", TEXT)], rows)
+            + raters_as_sampled_table(v.get("raters_as_sampled")))
+
+
+def raters_as_sampled_table(r: dict | None) -> str:
+    """The pairwise figures with both intervals: these raters, and raters as a sample."""
+    if not r:
+        return ""
+    rows = [(title, fraction(r[key]["value"]) if key != "model_minus_human" else signed(r[key]["value"]),
+             interval(r[key]["these_raters_ci95"], signed if key == "model_minus_human" else fraction),
+             interval(r[key]["raters_as_sampled_ci95"], signed if key == "model_minus_human" else fraction))
+            for title, key in (("the model against each rater (mean over raters)", "model_accuracy"),
+                               ("human pairwise accuracy (mean over pairs)", "human_pairwise_accuracy"),
+                               ("model − human", "model_minus_human"))]
+    return (f"\n\nThe pairwise accuracies with two intervals: *these raters* resamples clips only; *raters as "
+            f"sampled* also counts that these {r['raters']} raters are a sample of raters (a delete-one-rater "
+            "jackknife; with three raters it spans most of the scale — three people say little about raters in "
+            "general).\n\n" + md_table([("figure", TEXT), ("value", TEXT), ("95 % CI: these raters", TEXT),
+                                         ("95 % CI: raters as sampled", TEXT)], rows))
 
 
 def headline_table(s: dict, category: str) -> str:

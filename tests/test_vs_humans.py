@@ -13,6 +13,7 @@ Fixture (emo keys; the sampling prior is present for task_type affirmative):
 import json
 import shutil
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -106,3 +107,50 @@ def test_rubric_names_the_constant_predictor_and_the_prior():
 
     text = score_rubric({"sampling_prior_vs_majority": {"balanced_accuracy": 0.7}, "majority_baseline": 0.63})
     assert "constant predictor" in text and "| the sampling prior as a predictor (costs nothing) | 0.700 |" in text
+
+
+def test_raters_as_sampled_adds_the_rater_jackknife_to_the_clip_variance():
+    # 4 raters, 60 items (one clip each), some votes missing. Written out by hand: A = mean over
+    # raters of the model's agreement with them; H = mean over pairs of their agreement on
+    # co-rated items; the jackknife leaves each rater out with their pairs; the clip part is the
+    # variance of the same figures over explicit clip resamples.
+    from scipy.stats import t as student_t
+
+    from emolia_bench.resampling import Bootstrap
+    from emolia_bench.vs_humans import raters_as_sampled
+
+    rng = np.random.default_rng(4)
+    n, m, draws = 60, 4, 300
+    truth = rng.integers(0, 2, n)
+    rows = [(i, r, int(truth[i] if rng.random() < 0.6 + 0.08 * r else 1 - truth[i]))
+            for i in range(n) for r in range(m) if rng.random() < 0.85]
+    frame = pd.DataFrame(rows, columns=["item", "rater", "binary"])
+    decision = rng.integers(0, 2, n)
+    got = raters_as_sampled(frame, decision, np.array([f"c{i:03d}" for i in range(n)]), bootstrap=Bootstrap(draws, 9))
+
+    def figures(weight, raters):
+        votes = {r: {i: v for i, rr, v in rows if rr == r} for r in raters}
+        a = np.mean([sum(weight[i] * (decision[i] == v) for i, v in votes[r].items()) / sum(weight[i] for i in votes[r])
+                     for r in raters])
+        per_pair = []
+        for x in raters:
+            for y in raters:
+                if x < y:
+                    both = [i for i in votes[x] if i in votes[y]]
+                    per_pair.append(sum(weight[i] * (votes[x][i] == votes[y][i]) for i in both) / sum(weight[i] for i in both))
+        h = np.mean(per_pair)
+        return np.array([a, h, a - h])
+
+    point = figures(np.ones(n), range(m))
+    idx = np.random.default_rng(9).integers(0, n, size=(draws, n), dtype=np.int32)
+    resampled = np.array([figures(np.bincount(row, minlength=n), range(m)) for row in idx])
+    jack = np.array([figures(np.ones(n), [r for r in range(m) if r != out]) for out in range(m)])
+    for k, name in enumerate(("model_accuracy", "human_pairwise_accuracy", "model_minus_human")):
+        assert got[name]["value"] == pytest.approx(point[k], abs=1e-12)
+        v_raters = (m - 1) / m * np.sum((jack[:, k] - jack[:, k].mean()) ** 2)
+        df = m - 1 if k == 0 else m - 2
+        half = student_t.ppf(0.975, df) * np.sqrt(resampled[:, k].var(ddof=1) + v_raters)
+        low = -1.0 if k == 2 else 0.0  # cut to the figure's range
+        want = [max(low, point[k] - half), min(1.0, point[k] + half)]
+        assert got[name]["raters_as_sampled_ci95"] == pytest.approx(want, abs=1e-12)
+        assert got[name]["these_raters_ci95"] == pytest.approx(list(np.percentile(resampled[:, k], [2.5, 97.5])), abs=1e-12)
