@@ -8,7 +8,9 @@ refused (exit 2). Writes to --output-dir: leaderboard.md and leaderboard.csv (ba
 with its clip-bootstrap interval per subset and slice, best first), pairwise.csv (for every
 pair of runs and subset: the difference in balanced accuracy with a paired clip-bootstrap
 interval and p-value, and a clip-level sign-flip permutation test; the same paired interval and
-p for the macro AUROC and the cross-validated balanced accuracy), comparison.json,
+p for the macro AUROC and the cross-validated balanced accuracy), pairwise_by_slice.csv (the
+balanced-accuracy difference per task type / polarity with Benjamini–Hochberg q-values),
+comparison.json,
 comparison.png (the paired differences: read this one) and leaderboard.png (each run's own
 balanced accuracy and interval). Runs are ranked by macro AUROC; a run that calls one class on
 99 % of its rows or more is flagged. Deterministic for a given --seed.
@@ -52,15 +54,17 @@ def main(argv: list[str] | None = None) -> int:
     from emolia_bench.summary import run_record
 
     bootstrap = Bootstrap(draws=args.bootstrap_draws, seed=args.seed, threads=default_threads())
-    board, pairs = compare(args.runs, names, bootstrap=bootstrap)
+    board, pairs, by_slice = compare(args.runs, names, bootstrap=bootstrap)
     outputs = {
         "leaderboard.csv": csv_bytes(board),
         "pairwise.csv": csv_bytes(pairs),
+        "pairwise_by_slice.csv": csv_bytes(by_slice),
         "comparison.json": json_bytes({"runs": dict(zip(names, map(str, args.runs), strict=True)),
                                        "bootstrap": {"seed": args.seed, "draws": args.bootstrap_draws, "unit": "clip"},
                                        "leaderboard": board.to_dict(orient="records"),
                                        "pairwise": pairs.to_dict(orient="records"),
                                        "separability": separability(pairs),
+                                       "pairwise_by_slice": by_slice.to_dict(orient="records"),
                                        "run": run_record("compare.py", sys.argv[1:] if argv is None else list(argv),
                                                          [run / s / "predictions.csv" for run in args.runs
                                                           for s in SUBSET_NAMES if (run / s).is_dir()])}),
@@ -75,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         outputs["leaderboard.png"] = comparison(overall, "Balanced accuracy at the threshold, overall")
         figure = "comparison.png"
     outputs["leaderboard.md"] = comparison_report(board, pairs, figure, draws=args.bootstrap_draws, seed=args.seed,
-                                                  separated=separability(pairs)).encode()
+                                                  separated=separability(pairs), by_slice=by_slice).encode()
     write_outputs(args.output_dir, outputs)
     print(outputs["leaderboard.md"].decode().split("## Leaderboard", 1)[-1].split("## ", 1)[0].strip())
     return 0

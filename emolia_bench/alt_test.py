@@ -21,7 +21,10 @@ others form a group, as the paper asks; items with three or more votes):
 * the winning rate ω is the share of raters the model beats; the verdict is "may replace a
   rater at ε" when ω ≥ 0.5, else "may not replace a rater at ε";
 * ρ, the average advantage probability, is the mean of ρ_model(j) over the raters tested: it
-  ranks scorers (the paper's measure for choosing among judges).
+  ranks scorers (the paper's measure for choosing among judges);
+* with the raters regarded as a sample of raters, ω estimates the share of raters in general
+  the model beats: its 95 % interval is the exact (Clopper–Pearson) binomial interval of the
+  wins among the m raters tested — with three raters and three wins, [0.29, 1].
 
 Undefined: a rater with fewer than :data:`MIN_ITEMS` such items is not tested (the t-test's
 normality needs 30; the paper); fewer than :data:`MIN_RATERS` tested raters gives the verdict
@@ -107,12 +110,16 @@ def alt_test(frame: pd.DataFrame, decision: np.ndarray, rater_names, *, epsilon:
     out["per_rater"] = per_rater
     if len(tested) < min_raters:
         counts = ", ".join(f"{r['rater']}: {r['n_items']}" for r in per_rater) or "none"
-        out.update(winning_rate=None, rho=None, verdict="too few",
+        out.update(winning_rate=None, winning_rate_raters_as_sampled_ci95=None, rho=None, verdict="too few",
                    why=f"{len(tested)} rater(s) with at least {min_items} items rated with two or more others "
                        f"({counts}); the test needs {min_raters}")
         return out
     wins = sum(r["model_beats_rater"] for r in tested)
     out["winning_rate"] = wins / len(tested)
+    # raters as a sample of raters: the share of raters in general the model beats, from wins of
+    # the m tested (Clopper–Pearson, exact binomial); the rater sample is what limits it
+    ci = stats.binomtest(wins, len(tested)).proportion_ci(confidence_level=0.95, method="exact")
+    out["winning_rate_raters_as_sampled_ci95"] = [float(ci.low), float(ci.high)]
     out["rho"] = float(np.mean([r["rho_model"] for r in tested]))
     out["verdict"] = (f"may replace a rater at ε = {epsilon:g}" if out["winning_rate"] >= 0.5
                       else f"may not replace a rater at ε = {epsilon:g}")

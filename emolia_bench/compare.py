@@ -162,6 +162,41 @@ def paired_test(a: Run, b: Run, *, bootstrap: Bootstrap) -> dict:
     return out
 
 
+def paired_by_slice(a: Run, b: Run, *, bootstrap: Bootstrap) -> list[dict]:
+    """Per value of the subset's type slice (task type / polarity): BA(B) − BA(A) on the rows
+    both scored, with its paired clip-bootstrap interval and p, and the Benjamini–Hochberg q over
+    the slices of this pair ("A differs from B" in how many slices, by chance alone?)."""
+    from .metrics import bh_q_values
+
+    key, col = list(a.subset.item_key), a.subset.type_slice
+    m = a.predictions.merge(b.predictions[[*key, "pred_present", "ok"]], on=key, suffixes=("_a", "_b"))
+    m = m.sort_values(key, kind="stable").reset_index(drop=True)
+    m = m[m["ok_a"] & m["ok_b"]]
+    if len(m) == 0:
+        return []
+    t, pa, pb = (m[c].to_numpy() for c in ("majority_present", "pred_present_a", "pred_present_b"))
+    clip = pd.factorize(m["clip"], sort=True)[0]
+    group, values = pd.factorize(m[col], sort=True)
+    t_a, t_b = confusion_counts(t, pa), confusion_counts(t, pb)
+    d = bootstrap.grouped(lambda s: (balanced_accuracy_from_sums(s[4], s[0], s[5], s[2])
+                                     - balanced_accuracy_from_sums(s[1], s[0], s[3], s[2])),
+                          unit=clip, group=group, values=[*t_a, t_b[1], t_b[3]], n_units=int(clip.max()) + 1,
+                          n_groups=len(values))
+    rows = []
+    for g, value in enumerate(values):
+        sel = group == g
+        ba_a, ba_b = binary_metrics(t[sel], pa[sel])["balanced_accuracy"], binary_metrics(t[sel], pb[sel])["balanced_accuracy"]
+        defined = ba_a is not None and ba_b is not None
+        ci = percentile_interval(d[:, g]) if defined else None
+        rows.append({"subset": a.subset.name, "run_a": a.name, "run_b": b.name, "slice": f"{col}={value}",
+                     "rows": int(sel.sum()), "difference": ba_b - ba_a if defined else None,
+                     "difference_ci_low": ci[0] if ci else None, "difference_ci_high": ci[1] if ci else None,
+                     "p_bootstrap": bootstrap_p_value(d[:, g]) if defined else None})
+    for row, q in zip(rows, bh_q_values([r["p_bootstrap"] for r in rows]), strict=True):
+        row["q_bh"] = q
+    return rows
+
+
 def bootstrap_p_value(d: np.ndarray) -> float | None:
     """Two-sided p of a paired bootstrap: 2·min(P(Δ* ≤ 0), P(Δ* ≥ 0)) over the defined
     resamples, capped at 1; None when none is defined."""
@@ -262,13 +297,16 @@ def compare(folders: list[Path], names: list[str], *, bootstrap: Bootstrap):
         runs_by_subset[subset.name] = present
     if not runs_by_subset:
         raise InputError(folders[0], "holds no <subset>/predictions.csv; expected benchmark.py output folders")
-    pairs = pd.DataFrame([paired_test(a, b, bootstrap=bootstrap) for runs in runs_by_subset.values()
-                          for a, b in combinations(runs, 2)])
+    run_pairs = [(a, b) for runs in runs_by_subset.values() for a, b in combinations(runs, 2)]
+    pairs = pd.DataFrame([paired_test(a, b, bootstrap=bootstrap) for a, b in run_pairs])
+    by_slice = pd.DataFrame([row for a, b in run_pairs for row in paired_by_slice(a, b, bootstrap=bootstrap)],
+                                           columns=["subset", "run_a", "run_b", "slice", "rows", "difference",
+                                                    "difference_ci_low", "difference_ci_high", "p_bootstrap", "q_bh"])
     board = leaderboard(runs_by_subset)
     ranks = pd.DataFrame([r for runs in runs_by_subset.values() for r in rank_intervals(runs, bootstrap=bootstrap)],
                          columns=["subset", "run", "rank", "rank_low", "rank_high", "rank_rows"])
     board = board.merge(ranks.assign(slice="overall"), on=["subset", "slice", "run"], how="left")
-    return board, pairs
+    return board, pairs, by_slice
 
 
 def rank_intervals(runs: list[Run], *, bootstrap: Bootstrap) -> list[dict]:

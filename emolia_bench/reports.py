@@ -598,7 +598,8 @@ def alt_test_section(a: dict) -> str:
     for title, key in (("this model", "model"), ("sampling prior (costs nothing)", "sampling_prior")):
         t = a[key]
         eps = f"{t['epsilon']:g}"
-        rows.append((title, t["verdict"], fraction(t["winning_rate"]), fraction(t["rho"]),
+        rows.append((title, t["verdict"], fraction(t["winning_rate"]),
+                     interval(t.get("winning_rate_raters_as_sampled_ci95")), fraction(t["rho"]),
                      f"{t['n_raters_tested']} of {t['n_raters']}", count(t["n_items"]), t["at_epsilon_0"]["verdict"],
                      f"{t['random_rater']['verdict']} (ρ {fraction(t['random_rater']['rho'])})"))
         for r in t["per_rater"]:
@@ -615,7 +616,8 @@ def alt_test_section(a: dict) -> str:
             f"{t['min_raters']} tested raters: \"too few\". The control is a random rater calling present as often; "
             "when it passes too, the verdict is inconclusive at that ε.\n\n"
             + (f"{t['why']}.\n\n" if t.get("why") else "")
-            + md_table([("scorer", TEXT), (f"verdict at ε = {eps}", TEXT), ("ω", TEXT), ("ρ", TEXT), ("raters tested", TEXT),
+            + md_table([("scorer", TEXT), (f"verdict at ε = {eps}", TEXT), ("ω", TEXT),
+                        ("ω, raters as sampled (95 %)", TEXT), ("ρ", TEXT), ("raters tested", TEXT),
                         ("items", TEXT), ("verdict at ε = 0", TEXT), ("random rater", TEXT)], rows)
             + "\n\n" + md_table([("scorer", TEXT), ("rater", TEXT), ("items", COUNT), ("ρ scorer", TEXT),
                                   ("ρ rater", TEXT), ("q (BY)", TEXT), ("beats the rater", TEXT)], per_rater))
@@ -729,7 +731,7 @@ def benchmark_report(r, figures=None) -> str:
 
 
 def comparison_report(board: pd.DataFrame, pairs: pd.DataFrame, figure: str | None, *, draws: int, seed: int,
-                      separated: dict | None = None) -> str:
+                      separated: dict | None = None, by_slice: pd.DataFrame | None = None) -> str:
     parts = ["# emolia-bench — comparison of runs\n"]
     if figure:
         parts.append(f"![Paired differences between runs]({figure})\n")
@@ -775,6 +777,16 @@ def comparison_report(board: pd.DataFrame, pairs: pd.DataFrame, figure: str | No
                       ("p (bootstrap)", P_VALUE), ("b", COUNT), ("c", COUNT), ("p (clip sign-flip)", P_VALUE)],
                      [(r.subset, r.run_a, r.run_b, r.rows, r.difference, [r.difference_ci_low, r.difference_ci_high],
                        r.p_bootstrap, r.a_right_b_wrong, r.b_right_a_wrong, r.p_sign_flip) for r in pairs.itertuples()]))
+    if by_slice is not None and len(by_slice):
+        claims = int((by_slice["q_bh"] <= 0.05).sum())
+        parts.append("## Paired differences by slice\n\nΔ balanced accuracy (B − A) within each task type / "
+                     "polarity, paired clip bootstrap; q: Benjamini–Hochberg over the slices of each pair. "
+                     f"{claims} of {len(by_slice)} slice differences hold at q ≤ 0.05.\n\n" + md_table(
+                         [("subset", TEXT), ("A", TEXT), ("B", TEXT), ("slice", TEXT), ("rows", COUNT), ("Δ", SIGNED),
+                          ("95 % CI", INTERVAL), ("p", P_VALUE), ("q (BH)", P_VALUE)],
+                         [(r.subset, r.run_a, r.run_b, r.slice, r.rows, r.difference,
+                           [r.difference_ci_low, r.difference_ci_high], r.p_bootstrap, r.q_bh)
+                          for r in by_slice.itertuples()]))
     rest = board[board["slice"] != "overall"]
     parts.append("## By slice\n\n" + md_table(
         [("subset", TEXT), ("slice", TEXT), ("run", TEXT), ("n", COUNT), ("balanced accuracy", FRACTION),

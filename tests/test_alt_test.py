@@ -77,6 +77,11 @@ def test_alt_test_equals_the_definition_written_out(seed, epsilon):
         assert (r["rho_model"], r["rho_rater"]) == pytest.approx(rows[j][:2], abs=1e-12)
         assert r["p"] == pytest.approx(rows[j][2], abs=1e-12) and r["q_by"] == pytest.approx(q[j], abs=1e-12)
     assert got["winning_rate"] == pytest.approx(omega, abs=1e-12) and got["rho"] == pytest.approx(rho, abs=1e-12)
+    # raters as a sample: Clopper-Pearson from the beta distribution's quantiles
+    k, n = round(omega * 4), 4
+    lo = 0.0 if k == 0 else stats.beta.ppf(0.025, k, n - k + 1)
+    hi = 1.0 if k == n else stats.beta.ppf(0.975, k + 1, n - k)
+    assert got["winning_rate_raters_as_sampled_ci95"] == pytest.approx([lo, hi], abs=1e-9)
 
 
 def test_the_majority_of_the_raters_may_replace_one_and_a_coin_may_not():

@@ -279,3 +279,29 @@ def test_rank_intervals_and_separability(project, tmp_path):
     sep = json.loads((tmp_path / "comparison.json").read_text())["separability"]["emolia-emo"]
     assert sep["pairs"] == 3 and sep["separated"] >= 1  # perfect vs mirror at least: AUROC 1 against 0
     assert "run pairs differ in macro AUROC" in (tmp_path / "leaderboard.md").read_text()
+
+
+def test_paired_differences_by_slice_with_benjamini_hochberg(project, tmp_path):
+    copy_run(project, "a", "same4")
+    r = run_script("compare.py", "runs/a", "runs/same4", "--output-dir", tmp_path / "s", "--no-figures", cwd=project)
+    assert r.returncode == 0, r.stderr
+    same = pd.read_csv(tmp_path / "s/pairwise_by_slice.csv")
+    defined = same["difference"].notna()
+    assert defined.any() and (same.loc[defined, "difference"] == 0).all() and (same.loc[defined, "q_bh"] == 1).all()
+    # a run whose decisions are all flipped: q is Benjamini-Hochberg of the slices' p, by hand
+    flipped = copy_run(project, "a", "inverse")
+    for subset in ("emolia-emo", "emolia-dim"):
+        pred = pd.read_csv(flipped / subset / "predictions.csv", keep_default_na=False, dtype=str)
+        pred["pred_present"] = pred["pred_present"].map({"0": "1", "1": "0", "": ""})
+        pred.to_csv(flipped / subset / "predictions.csv", index=False)
+    r = run_script("compare.py", "runs/a", "runs/inverse", "--output-dir", tmp_path / "f", "--no-figures", cwd=project)
+    assert r.returncode == 0, r.stderr
+    table = pd.read_csv(tmp_path / "f/pairwise_by_slice.csv")
+    for _, g in table.groupby(["subset", "run_a", "run_b"]):
+        p = g["p_bootstrap"].dropna().to_numpy()
+        order = np.argsort(p)
+        q = np.minimum.accumulate((p[order] * len(p) / np.arange(1, len(p) + 1))[::-1])[::-1]
+        want = np.empty(len(p))
+        want[order] = np.minimum(q, 1)
+        assert g["q_bh"].dropna().to_numpy() == pytest.approx(want, abs=1e-12)
+    assert "## Paired differences by slice" in (tmp_path / "f/leaderboard.md").read_text()
