@@ -7,7 +7,11 @@ others form a group, as the paper asks; items with three or more votes):
 
 * S_model = the share of the other raters' votes on the item that the model's decision equals,
   S_j = the share of them that j's own vote equals (the paper's accuracy alignment, here on the
-  binary label: present / absent, yes / no);
+  binary label: present / absent, yes / no). The ordinal variant (an ordinal subset: emo's
+  not / weakly / strongly present) follows the paper's ranking extension: each rater's ratings
+  and the model's similarities become percentile ranks (ties share the mean rank), and
+  S = −√(mean over the others of (one's rank − theirs)²) — the model needs no ordinal answer of
+  its own;
 * W_model = 1[S_model ≥ S_j], W_j = 1[S_j ≥ S_model] (a tie counts for both);
 * ρ_model(j) = mean W_model and ρ_j = mean W_j over j's items: the advantage probabilities;
 * H0_j: ρ_model(j) ≤ ρ_j − ε against H1_j: ρ_model(j) > ρ_j − ε, a one-sided paired t-test on
@@ -58,20 +62,28 @@ MIN_RATERS = 3
 ALPHA = 0.05
 
 
-def advantage_indicators(frame: pd.DataFrame, decision: np.ndarray) -> pd.DataFrame:
+def advantage_indicators(frame: pd.DataFrame, model: np.ndarray, alignment: str = "exact") -> pd.DataFrame:
     """Per vote of an item with ≥ 3 votes: ``rater``, ``item``, ``w_model`` and ``w_rater`` (the
-    indicators of the module docstring). ``frame``: ``item`` (codes into ``decision``),
-    ``rater``, ``binary``, one row per (item, rater)."""
+    indicators of the module docstring). ``frame``: ``item`` (codes into ``model``), ``rater``,
+    ``score`` (the rater's answer), one row per (item, rater); ``model``: the model's answer per
+    item. ``alignment``: ``"exact"`` — the share of the others' answers equal to one's own;
+    ``"rank"`` — minus the root mean squared difference from the others' answers (the paper's
+    −RMSE, used on ranks)."""
     item = frame["item"].to_numpy(np.int64)
-    vote = frame["binary"].to_numpy(np.int64)
+    own = frame["score"].to_numpy(np.float64)
     n = np.bincount(item)[item]
-    ones = np.bincount(item, weights=vote)[item]
     keep = n >= 3
-    others, others_ones = n - 1, ones - vote
+    others = n - 1
+    total = np.bincount(item, weights=own)[item] - own  # the others' sum and sum of squares
+    squares = np.bincount(item, weights=own**2)[item] - own**2
+    x = model[item].astype(np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
-        agree_rater = np.where(vote == 1, others_ones, others - others_ones) / others
-        model = decision[item]
-        agree_model = np.where(model == 1, others_ones, others - others_ones) / others
+        if alignment == "exact":  # answers 0/1: agreements with the others
+            agree_rater = np.where(own == 1, total, others - total) / others
+            agree_model = np.where(x == 1, total, others - total) / others
+        else:  # −RMSE: Σ (a − r_k)² = n·a² − 2a·Σ r_k + Σ r_k²
+            agree_rater = -np.sqrt(np.maximum(others * own**2 - 2 * own * total + squares, 0) / others)
+            agree_model = -np.sqrt(np.maximum(others * x**2 - 2 * x * total + squares, 0) / others)
     return pd.DataFrame({"rater": frame["rater"].to_numpy()[keep], "item": item[keep],
                          "w_model": (agree_model >= agree_rater)[keep].astype(np.int64),
                          "w_rater": (agree_rater >= agree_model)[keep].astype(np.int64)})
@@ -86,10 +98,12 @@ def one_sided_p(d: np.ndarray, epsilon: float) -> float:
 
 
 def alt_test(frame: pd.DataFrame, decision: np.ndarray, rater_names, *, epsilon: float = EPSILON,
-             alpha: float = ALPHA, min_items: int = MIN_ITEMS, min_raters: int = MIN_RATERS) -> dict:
+             alpha: float = ALPHA, min_items: int = MIN_ITEMS, min_raters: int = MIN_RATERS,
+             alignment: str = "exact") -> dict:
     """The test of the module docstring for one scorer's ``decision`` (0/1 per item code),
     without the random-rater control (:func:`alt_test_with_control`)."""
-    w = advantage_indicators(frame, decision)
+    scored = frame.assign(score=frame["binary"] if alignment == "exact" else frame["rank"])
+    w = advantage_indicators(scored, np.asarray(decision), alignment)
     per_rater = []
     for code, g in w.groupby("rater", sort=True):
         d = (g["w_rater"] - g["w_model"]).to_numpy(np.float64)
@@ -99,7 +113,9 @@ def alt_test(frame: pd.DataFrame, decision: np.ndarray, rater_names, *, epsilon:
         per_rater.append(row)
     tested = [r for r in per_rater if r["p"] is not None]
     out = {"epsilon": float(epsilon), "alpha": float(alpha), "min_items": int(min_items),
-           "min_raters": int(min_raters), "alignment": "exact match of the binary label",
+           "min_raters": int(min_raters),
+           "alignment": "exact match of the binary label" if alignment == "exact" else
+                        "−RMSE of ranks: each rater's ratings and the model's similarities as percentile ranks",
            "n_raters": len(per_rater), "n_raters_tested": len(tested),
            "n_items": int(w["item"].nunique()) if len(w) else 0}
     if tested:
@@ -127,14 +143,19 @@ def alt_test(frame: pd.DataFrame, decision: np.ndarray, rater_names, *, epsilon:
 
 
 def alt_test_with_control(frame: pd.DataFrame, decision: np.ndarray, rater_names, *, seed: int,
-                          epsilon: float = EPSILON, alpha: float = ALPHA) -> dict:
+                          epsilon: float = EPSILON, alpha: float = ALPHA, alignment: str = "exact") -> dict:
     """:func:`alt_test` of ``decision`` and of a random rater calling "present" at the same rate
     (seeded), whose result is kept as ``random_rater``; a verdict that the random rater reaches
     too becomes "inconclusive at ε" (module docstring)."""
-    out = alt_test(frame, decision, rater_names, epsilon=epsilon, alpha=alpha)
-    rate = float(np.mean(decision)) if len(decision) else 0.0
-    coin = (np.random.default_rng(seed).random(len(decision)) < rate).astype(np.int64)
-    control = alt_test(frame, coin, rater_names, epsilon=epsilon, alpha=alpha)
+    out = alt_test(frame, decision, rater_names, epsilon=epsilon, alpha=alpha, alignment=alignment)
+    rng = np.random.default_rng(seed)
+    if alignment == "exact":  # a coin calling present at the scorer's rate
+        rate = float(np.mean(decision)) if len(decision) else 0.0
+        coin = (rng.random(len(decision)) < rate).astype(np.int64)
+    else:  # a random ranking of the items
+        rate = None
+        coin = (rng.permutation(len(decision)) + 1) / max(len(decision), 1)
+    control = alt_test(frame, coin, rater_names, epsilon=epsilon, alpha=alpha, alignment=alignment)
     out["random_rater"] = {k: control[k] for k in ("winning_rate", "rho", "verdict", "n_raters_tested")}
     out["random_rater"]["present_rate"] = rate
     if out["winning_rate"] is not None and out["winning_rate"] >= 0.5 and control["winning_rate"] is not None \

@@ -218,13 +218,22 @@ def alt_test_block(scored: pd.DataFrame, votes: pd.DataFrame, subset: Subset, *,
     frame, names = votes_of_scored(scored, votes, subset)
     decisions = scorer_decisions(scored, subset)
 
-    def test(votes_frame: pd.DataFrame, decision: np.ndarray) -> dict:
-        out = alt_test_with_control(votes_frame, decision, names, epsilon=epsilon, seed=seed)
-        strict = alt_test_with_control(votes_frame, decision, names, epsilon=0.0, seed=seed)
+    def test(votes_frame: pd.DataFrame, decision: np.ndarray, alignment: str = "exact") -> dict:
+        out = alt_test_with_control(votes_frame, decision, names, epsilon=epsilon, seed=seed, alignment=alignment)
+        strict = alt_test_with_control(votes_frame, decision, names, epsilon=0.0, seed=seed, alignment=alignment)
         out["at_epsilon_0"] = {k: strict[k] for k in ("winning_rate", "verdict")}  # no allowance for cost
         return out
 
     out = {name: test(frame, d) for name, d in decisions.items()}
+    if subset.ordinal:  # the ordinal variant: ranks of the ratings and of the similarities
+        from scipy.stats import rankdata
+
+        key = list(subset.item_key)
+        at = pd.MultiIndex.from_frame(scored[key]).get_indexer(pd.MultiIndex.from_frame(votes[key]))
+        value = votes["value"].to_numpy(np.float64)[at >= 0]
+        ranks = frame.assign(rank=pd.Series(value).groupby(frame["rater"].to_numpy()).rank(pct=True).to_numpy())
+        sims = rankdata(scored["similarity"].to_numpy()) / len(scored)
+        out["model_ordinal"] = test(ranks, sims, "rank")
     slice_of = scored[subset.type_slice].to_numpy()
     out[f"by_{subset.type_slice}"] = [
         {subset.type_slice: value, **{name: test(frame[slice_of[frame["item"]] == value], d) for name, d in decisions.items()}}

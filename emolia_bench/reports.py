@@ -595,7 +595,10 @@ def alt_test_section(a: dict) -> str:
     """The alternative annotator test (summary.json["alt_test"]): per scorer, the verdict, ω, ρ
     and the random-rater control; per rater, its items, advantage probabilities and q."""
     rows, per_rater = [], []
-    for title, key in (("this model", "model"), ("sampling prior (costs nothing)", "sampling_prior")):
+    for title, key in (("this model", "model"), ("this model, ordinal (ranks)", "model_ordinal"),
+                       ("sampling prior (costs nothing)", "sampling_prior")):
+        if key not in a:
+            continue
         t = a[key]
         eps = f"{t['epsilon']:g}"
         rows.append((title, t["verdict"], fraction(t["winning_rate"]),
@@ -614,7 +617,9 @@ def alt_test_section(a: dict) -> str:
             f"the model beats (≥ 0.5: it may replace one), ρ its average advantage probability (for ranking "
             f"scorers). Raters with fewer than {t['min_items']} such items are not tested; fewer than "
             f"{t['min_raters']} tested raters: \"too few\". The control is a random rater calling present as often; "
-            "when it passes too, the verdict is inconclusive at that ε.\n\n"
+            "when it passes too, the verdict is inconclusive at that ε. The ordinal row compares ranks: each rater's "
+            "ratings and the model's similarities as percentile ranks, aligned by −RMSE (the paper's ranking "
+            "variant); its control is a random ranking.\n\n"
             + (f"{t['why']}.\n\n" if t.get("why") else "")
             + md_table([("scorer", TEXT), (f"verdict at ε = {eps}", TEXT), ("ω", TEXT),
                         ("ω, raters as sampled (95 %)", TEXT), ("ρ", TEXT), ("raters tested", TEXT),

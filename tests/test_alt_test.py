@@ -121,3 +121,42 @@ def test_the_benchmark_reports_the_test_and_says_too_few_where_it_cannot_run(dem
     dim = json.loads((tmp_path / "emolia-dim/summary.json").read_text())["alt_test"]["model"]
     assert dim["verdict"] == "too few" and "the test needs 3" in dim["why"]
     assert dim["why"] in (tmp_path / "emolia-dim/report.md").read_text()
+
+
+def test_the_ordinal_variant_equals_the_rank_rmse_definition_written_out():
+    # ratings 0/1/2 by 4 raters and a model's similarity: every answer as a percentile rank within
+    # its rater (ties share the mean rank), the model's over all items; alignment = -RMSE against
+    # the other raters' ranks, written with loops
+    rng = np.random.default_rng(8)
+    n, m, epsilon = 50, 4, 0.1
+    ratings = {i: {r: int(rng.integers(0, 3)) for r in range(m) if rng.random() < 0.9} for i in range(n)}
+    sims = rng.normal(size=n)
+    rank_of = {}
+    for r in range(m):
+        mine = {i: rv[r] for i, rv in ratings.items() if r in rv}
+        values = sorted(mine.values())
+        for i, v in mine.items():  # mean position of the ties, over the count
+            first, last = values.index(v) + 1, len(values) - values[::-1].index(v)
+            rank_of[(i, r)] = (first + last) / 2 / len(values)
+    order = sorted(range(n), key=lambda i: sims[i])
+    model_rank = {i: (order.index(i) + 1) / n for i in range(n)}
+    rows = {}
+    for j in range(m):
+        wm, wr = [], []
+        for i, rv in ratings.items():
+            if j not in rv or len(rv) < 3:
+                continue
+            others = [rank_of[(i, k)] for k in rv if k != j]
+            s_j = -(sum((rank_of[(i, j)] - o) ** 2 for o in others) / len(others)) ** 0.5
+            s_m = -(sum((model_rank[i] - o) ** 2 for o in others) / len(others)) ** 0.5
+            wm.append(1 if s_m >= s_j - 1e-12 else 0)
+            wr.append(1 if s_j >= s_m - 1e-12 else 0)
+        d = np.array(wr) - np.array(wm)
+        rows[j] = (np.mean(wm), np.mean(wr), float(stats.ttest_1samp(d, epsilon, alternative="less").pvalue))
+    frame = panel({i: rv for i, rv in ratings.items()}).rename(columns={"binary": "value"})
+    frame["binary"] = (frame["value"] > 0).astype(int)
+    frame["rank"] = [rank_of[(i, r)] for i, r in zip(frame["item"], frame["rater"], strict=True)]
+    got = alt_test(frame, np.array([model_rank[i] for i in range(n)]), list("abcd"), epsilon=epsilon, alignment="rank")
+    for r in got["per_rater"]:
+        j = "abcd".index(r["rater"])
+        assert (r["rho_model"], r["rho_rater"], r["p"]) == pytest.approx(rows[j], abs=1e-9)
