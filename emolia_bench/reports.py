@@ -524,10 +524,11 @@ def vs_humans_table(v: dict) -> str:
     for title, key in names:
         p, lo = pw.get(key, {}), loo.get(key, {})
         shown = [fraction(lo.get("accuracy")), fraction(lo.get("balanced_accuracy")),
-                 signed(lo.get("balanced_accuracy_minus_human")), interval(lo.get("balanced_accuracy_minus_human_ci95"), signed)]
+                 signed(lo.get("balanced_accuracy_minus_human")), interval(lo.get("balanced_accuracy_minus_human_ci95"), signed),
+                 interval(lo.get("balanced_accuracy_minus_human_raters_as_sampled_ci95"), signed)]
         rows.append((title, p.get("accuracy"), p.get("balanced_accuracy"), p.get("kappa"),
-                     *([f"too few items ({loo['n_items']})", "", "", ""] if few else shown)))
-    rows.append(("chance (a fair coin)", 0.5, 0.5, 0.0, "0.500", "0.500", "n/a", "n/a"))
+                     *([f"too few items ({loo['n_items']})", "", "", "", ""] if few else shown)))
+    rows.append(("chance (a fair coin)", 0.5, 0.5, 0.0, "0.500", "0.500", "n/a", "n/a", "n/a"))
     return ("## The model as one more rater\n\n"
             "Scored exactly as a human is, on the humans' own targets. *Pairwise*: against each rater's votes on the "
             f"items that rater rated, averaged over raters ({pw['model']['n_raters']} raters, "
@@ -537,7 +538,7 @@ def vs_humans_table(v: dict) -> str:
             "model's decision against the same target; Δ is model − human, with a paired clip-bootstrap interval.\n\n"
             + md_table([("rater", TEXT), ("pairwise acc", FRACTION), ("pairwise bal. acc", FRACTION), ("pairwise κ", SIGNED),
                         ("LOO acc", TEXT), ("LOO bal. acc", TEXT), ("Δ bal. acc vs human", TEXT),
-                        ("95 % CI", TEXT)], rows)
+                        ("95 % CI: these raters", TEXT), ("95 % CI: raters as sampled", TEXT)], rows)
             + raters_as_sampled_table(v.get("raters_as_sampled")))
 
 

@@ -74,8 +74,9 @@ class Bootstrap:
     def counts(self, n_units: int, cells_per_resample: int | None = None) -> Iterator[np.ndarray]:
         """The resamples of ``n_units`` units as ``chunk × n_units`` float64 count matrices, chunk
         by chunk; a chunk spans at most :data:`BUDGET` cells of ``cells_per_resample`` (default:
-        one per unit) each, so memory stays flat at any size. Nothing when ``n_units`` is 0."""
-        if n_units <= 0:
+        one per unit) each, so memory stays flat at any size. Nothing when ``n_units`` or
+        ``draws`` is 0."""
+        if n_units <= 0 or self.draws <= 0:
             return
         step = max(1, min(self.draws, BUDGET // max(cells_per_resample or n_units, 1)))
         kept = self.kept.get(n_units)

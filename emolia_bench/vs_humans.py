@@ -97,6 +97,7 @@ def loo_rows(votes: pd.DataFrame, decisions: dict[str, np.ndarray], clip_of_item
         for key in ("accuracy", "balanced_accuracy"):
             row[f"{key}_minus_human"] = (None if m[key] is None or h[key] is None else m[key] - h[key])
         row["balanced_accuracy_minus_human_ci95"] = row["accuracy_minus_human_ci95"] = None
+        row["balanced_accuracy_minus_human_raters_as_sampled_ci95"] = None
         if len(item) and row["balanced_accuracy_minus_human"] is not None:
             hc, mc = confusion_counts(truth, human), confusion_counts(truth, pred)
             values = [*hc, mc[1], mc[3], (truth == human).astype(float), (truth == pred).astype(float), np.ones(len(item))]
@@ -110,8 +111,37 @@ def loo_rows(votes: pd.DataFrame, decisions: dict[str, np.ndarray], clip_of_item
                                   n_units=int(clip.max()) + 1, n_groups=1)
             row["balanced_accuracy_minus_human_ci95"] = percentile_interval(d[:, 0])
             row["accuracy_minus_human_ci95"] = percentile_interval(d[:, 1])
+            row["balanced_accuracy_minus_human_raters_as_sampled_ci95"] = loo_raters_as_sampled(
+                truth, human, pred, comp["rater"].to_numpy(np.int64), row["balanced_accuracy_minus_human"], d[:, 0])
         out[name] = row
     return out
+
+
+def loo_raters_as_sampled(truth: np.ndarray, human: np.ndarray, pred: np.ndarray, held_out: np.ndarray,
+                          value: float, clip_draws: np.ndarray) -> list[float] | None:
+    """The leave-one-out Δ balanced accuracy (model − human) with the raters as a sample: the
+    clip-bootstrap variance plus the delete-one-rater jackknife over the held-out raters (each
+    rater's comparisons left out in turn, the targets as they are), θ ± t_{m−1, 0.975} ·
+    √(v_clips + v_raters), cut to [−1, 1]; None with fewer than three held-out raters
+    (:func:`raters_as_sampled` says why). bench/coverage_raters.py measures its coverage."""
+    from scipy.stats import t as student_t
+
+    raters = np.unique(held_out)
+    m = len(raters)
+    finite = clip_draws[np.isfinite(clip_draws)]
+    if m < 3 or len(finite) < 2:
+        return None
+    jack = []
+    for r in raters:
+        keep = held_out != r
+        h, mo = binary_metrics(truth[keep], human[keep]), binary_metrics(truth[keep], pred[keep])
+        if h["balanced_accuracy"] is None or mo["balanced_accuracy"] is None:
+            return None
+        jack.append(mo["balanced_accuracy"] - h["balanced_accuracy"])
+    jack = np.array(jack)
+    v_raters = (m - 1) / m * float(np.sum((jack - jack.mean()) ** 2))
+    half = float(student_t.ppf(0.975, m - 1)) * float(np.sqrt(np.var(finite, ddof=1) + v_raters))
+    return [max(-1.0, value - half), min(1.0, value + half)]
 
 
 def votes_of_scored(scored: pd.DataFrame, votes: pd.DataFrame, subset) -> tuple[pd.DataFrame, list]:

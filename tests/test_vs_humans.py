@@ -154,3 +154,23 @@ def test_raters_as_sampled_adds_the_rater_jackknife_to_the_clip_variance():
         want = [max(low, point[k] - half), min(1.0, point[k] + half)]
         assert got[name]["raters_as_sampled_ci95"] == pytest.approx(want, abs=1e-12)
         assert got[name]["these_raters_ci95"] == pytest.approx(list(np.percentile(resampled[:, k], [2.5, 97.5])), abs=1e-12)
+
+
+def test_loo_difference_raters_as_sampled_is_the_clip_variance_plus_the_held_out_rater_jackknife():
+    from scipy.stats import t as student_t
+    from sklearn.metrics import balanced_accuracy_score
+
+    from emolia_bench.vs_humans import loo_raters_as_sampled
+
+    rng = np.random.default_rng(6)
+    n = 90
+    truth, human, pred = rng.integers(0, 2, n), rng.integers(0, 2, n), rng.integers(0, 2, n)
+    held_out = np.repeat([0, 1, 2], 30)
+    draws = rng.normal(0, 0.03, 200)
+    value = balanced_accuracy_score(truth, pred) - balanced_accuracy_score(truth, human)
+    jack = np.array([balanced_accuracy_score(truth[held_out != r], pred[held_out != r])
+                     - balanced_accuracy_score(truth[held_out != r], human[held_out != r]) for r in range(3)])
+    half = student_t.ppf(0.975, 2) * np.sqrt(draws.var(ddof=1) + 2 / 3 * ((jack - jack.mean()) ** 2).sum())
+    got = loo_raters_as_sampled(truth, human, pred, held_out, value, draws)
+    assert got == pytest.approx([max(-1, value - half), min(1, value + half)], abs=1e-12)
+    assert loo_raters_as_sampled(truth, human, pred, np.repeat([0, 1], 45), value, draws) is None  # two raters
