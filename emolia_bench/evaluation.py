@@ -214,7 +214,8 @@ def alt_test_block(scored: pd.DataFrame, votes: pd.DataFrame, subset: Subset, *,
     """``summary.json["alt_test"]``: the alternative annotator test (:mod:`alt_test`) of the model
     and of the sampling prior at ``epsilon`` and at ε = 0 (the model at least as aligned with the
     group as each human), each with the random-rater control, on all scored items and within each
-    value of the type slice."""
+    value of the type and category slices (a slice whose raters have too few items says "too
+    few", with the counts)."""
     frame, names = votes_of_scored(scored, votes, subset)
     decisions = scorer_decisions(scored, subset)
 
@@ -234,10 +235,11 @@ def alt_test_block(scored: pd.DataFrame, votes: pd.DataFrame, subset: Subset, *,
         ranks = frame.assign(rank=pd.Series(value).groupby(frame["rater"].to_numpy()).rank(pct=True).to_numpy())
         sims = rankdata(scored["similarity"].to_numpy()) / len(scored)
         out["model_ordinal"] = test(ranks, sims, "rank")
-    slice_of = scored[subset.type_slice].to_numpy()
-    out[f"by_{subset.type_slice}"] = [
-        {subset.type_slice: value, **{name: test(frame[slice_of[frame["item"]] == value], d) for name, d in decisions.items()}}
-        for value in sorted(pd.unique(slice_of))]
+    for column in (subset.type_slice, subset.category_slice):  # within each task type, and each emotion / dimension
+        slice_of = scored[column].to_numpy()
+        out[f"by_{column}"] = [
+            {column: value, **{name: test(frame[slice_of[frame["item"]] == value], d) for name, d in decisions.items()}}
+            for value in sorted(pd.unique(slice_of))]
     return out
 
 

@@ -611,6 +611,14 @@ def alt_test_section(a: dict) -> str:
                               p_value(r.get("q_by")), text(r.get("model_beats_rater")) if r.get("p") is not None
                               else "too few items"))
     t = a["model"]
+    slices = []
+    for key, records in a.items():
+        if key.startswith("by_"):
+            tested = [r for r in records if r["model"]["verdict"] != "too few"]
+            replace = sum(r["model"]["verdict"].startswith("may replace") for r in tested)
+            slices.append(f"by {key[3:].replace('_', ' ')}: {len(tested)} of {len(records)} slices can be tested, the "
+                          f"model may replace a rater in {replace}")
+    t = a["model"]
     return ("## May the model replace a rater? (alternative annotator test)\n\n"
             f"For each rater, on the items they rated with at least two others: does the model agree with the others "
             f"at least as often as the rater does, allowing the humans an advantage of ε = {eps}? One-sided paired "
@@ -626,7 +634,10 @@ def alt_test_section(a: dict) -> str:
                         ("ω, raters as sampled (95 %)", TEXT), ("ρ", TEXT), ("raters tested", TEXT),
                         ("items", TEXT), ("verdict at ε = 0", TEXT), ("random rater", TEXT)], rows)
             + "\n\n" + md_table([("scorer", TEXT), ("rater", TEXT), ("items", COUNT), ("ρ scorer", TEXT),
-                                  ("ρ rater", TEXT), ("q (BY)", TEXT), ("beats the rater", TEXT)], per_rater))
+                                  ("ρ rater", TEXT), ("q (BY)", TEXT), ("beats the rater", TEXT)], per_rater)
+            + ("\n\nWithin slices (summary.json `alt_test.by_*`, exact match at ε = " + eps + "): "
+               + "; ".join(slices) + ". Each slice's verdict is its own test: over many slices a few pass by chance "
+                 "(no adjustment across slices).\n" if slices else ""))
 
 
 def graded_table(g: dict, category: str) -> str:

@@ -110,9 +110,10 @@ def test_too_few_raters_or_items_is_said_with_the_counts():
 def test_the_benchmark_reports_the_test_and_says_too_few_where_it_cannot_run(demo_scored, tmp_path):
     from .conftest import run_script
 
-    for subset, slice_key in (("emolia-emo", "by_task_type"), ("emolia-dim", "by_polarity")):
+    for subset, slice_keys in (("emolia-emo", {"by_task_type", "by_queried_emotion"}),
+                               ("emolia-dim", {"by_polarity", "by_dimension"})):
         block = json.loads((demo_scored / "sham" / subset / "summary.json").read_text())["alt_test"]
-        assert {"model", "sampling_prior", slice_key} <= set(block)
+        assert {"model", "sampling_prior", *slice_keys} <= set(block)
         assert not block["model"]["verdict"].startswith("may replace")  # the sham scorer (a hash) does not pass
     # 40 clips of the demo's dim items: no rater has 30 items rated with two others
     r = run_script("benchmark.py", "--analysis-root", demo_scored / "an", "--output-dir", tmp_path, "--subset",
