@@ -100,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
             outputs[f"{name}/incomplete_items.csv"] = csv_bytes(r.incomplete)
             outputs[f"{name}/raters.csv"] = csv_bytes(r.raters)
             outputs[f"{name}/votes.csv"] = csv_bytes(r.votes)
+            outputs[f"{name}/rater_models.csv"] = csv_bytes(r.rater_models)
             folder = args.annotations_root / name
             if r.subset.has_flags and (folder / "flags.csv").is_file():  # a copy of the flags read, as upstream writes it
                 outputs[f"{name}/flags.csv"] = (folder / "flags.csv").read_bytes()

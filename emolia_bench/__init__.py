@@ -15,6 +15,7 @@ two servers); the logic lives here, as plain functions over DataFrames, one modu
 - ``resampling``    the bootstrap: one explicit Bootstrap value, resampled units (items, clips)
 - ``metrics``       classification and ranking metrics, slice tables with clip intervals, curves
 - ``raters``        rater profiles: speed, present share, agreement with the others, who stands out
+- ``rater_models``  latent-class rater models (Dawid–Skene, one-coin, MACE via crowd-kit) beside the majority
 - ``analysis``      one subset's analysis: labels, agreement, summary.json
 - ``selection``     which labelled items a benchmark run scores, their prompts, clips and clip ids
 - ``scorers``       the model backends: the Scorer interface, a registry, sham / endpoint / clap

@@ -18,6 +18,7 @@ from .labels import (
     unmatched_flags,
     votes_table,
 )
+from .rater_models import fit_rater_models
 from .raters import FLAG_RULE, clip_durations_ms, rater_profiles
 from .resampling import Bootstrap
 from .subsets import Subset
@@ -36,6 +37,7 @@ class SubsetAnalysis:
     unmatched: pd.DataFrame = field(default_factory=pd.DataFrame)
     raters: pd.DataFrame = field(default_factory=pd.DataFrame)  # one profile per rater (raters.csv)
     votes: pd.DataFrame = field(default_factory=pd.DataFrame)  # the cleaned votes (votes.csv)
+    rater_models: pd.DataFrame = field(default_factory=pd.DataFrame)  # per item (rater_models.csv)
 
 
 def flag_records(flags: pd.DataFrame | None) -> list[dict]:
@@ -146,7 +148,16 @@ def analyze_subset(subset: Subset, ann: pd.DataFrame, users: pd.DataFrame, flags
     profiles = rater_profiles(clean, votes, raters, clip_ms)
     s["raters"] = {"flag_rule": FLAG_RULE, "flagged": profiles.loc[profiles["flagged"], "rater"].tolist() if len(profiles) else [],
                    "excluded": lab.excluded}
+    # [ours] latent-class rater models beside the majority vote
+    by_code = items.reindex(range(int(votes["item"].max()) + 1 if len(votes) else 0))
+    block, per_item, per_rater = fit_rater_models(votes, raters, by_code["majority_present"].to_numpy(),
+                                                  by_code["majority_present_tie"].to_numpy(dtype=bool), seed=bootstrap.seed)
+    s["rater_models"] = block
+    if len(profiles) and len(per_rater.columns) > 1:
+        profiles = profiles.merge(per_rater, on="rater", how="left")
+    models = pd.concat([by_code[list(subset.item_key)].reset_index(drop=True), per_item.reset_index(drop=True)], axis=1)
     return SubsetAnalysis(subset, labels, tables, incomplete_items(items, subset, panel.size), s, users, flags, unmatched, profiles,
-                          votes_table(clean, subset))
+                          votes_table(clean, subset), models.sort_values(list(subset.item_key), kind="stable")
+                          .reset_index(drop=True))
 
 

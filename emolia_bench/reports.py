@@ -300,6 +300,7 @@ def agreement_sections(a, h: str) -> str:
                      "differing from each other.\n\n" + md_table(columns, rows))
 
     parts.append(rater_section(a, h))
+    parts.append(rater_model_section(a, h))
 
     parts.append(f"\n{h}# Upstream's figure: the panel with the sampling prior as a rater\n\n"
                  f"The panel below adds one synthetic rater, `{PRESELECT_RATER}`, who votes the sampling prior on "
@@ -335,6 +336,27 @@ def rater_section(a, h: str) -> str:
             f"`raters.csv`). Rule: {info.get('flag_rule', '')}. Nothing is excluded automatically; re-run with "
             "`--exclude-raters` to see the figures without a rater."
             + (f" This run excluded: {', '.join(excluded)}." if excluded else "") + "\n\n" + md_table(RATER_COLUMNS, rows))
+
+
+def rater_model_section(a, h: str) -> str:
+    """The latent-class rater models (summary.json["rater_models"], rater_models.csv)."""
+    block = a.summary.get("rater_models") or {}
+    if not block.get("dawid_skene"):
+        return ""
+    titles = {"dawid_skene": "Dawid–Skene", "one_coin_dawid_skene": "one-coin Dawid–Skene", "mace": "MACE"}
+    rows = [(titles[k], text(block[k]["converged"]) if block[k]["converged"] is not None else "not checked",
+             block[k]["iterations"], pct(block[k]["present_rate"]), block[k]["labels_differ_from_majority"])
+            for k in titles if block.get(k)]
+    raters = [(r["rater"], fraction(r.get("ds_sensitivity")), fraction(r.get("ds_specificity")),
+               fraction(r.get("one_coin_skill")), fraction(r.get("mace_competence"))) for r in a.raters.to_dict(orient="records")]
+    return (f"\n{h}# Rater models\n\nLatent-class models of the raters, fitted on the votes alone (crowd-kit): each "
+            "item's posterior probability of present and label are in `rater_models.csv`. "
+            f"{block['items_one_rater']:,} of {block['items']:,} items have one rater: their posterior rests on that "
+            "rater's channel alone. A model that did not converge is said so; its labels are not a reference.\n\n"
+            + md_table([("model", TEXT), ("converged", TEXT), ("iterations", COUNT), ("labelled present", TEXT),
+                        (f"labels ≠ majority (of {block['items_with_a_majority']:,})", COUNT)], rows)
+            + "\n\n" + md_table([("rater", TEXT), ("DS sensitivity", TEXT), ("DS specificity", TEXT),
+                                  ("one-coin skill", TEXT), ("MACE competence", TEXT)], raters))
 
 
 def subset_section(a, level: int = 2, figures=None) -> str:
