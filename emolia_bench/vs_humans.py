@@ -23,6 +23,8 @@ Chance is a fair coin: accuracy and balanced accuracy 0.5, κ 0, in expectation.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 
@@ -281,8 +283,6 @@ def raters_as_sampled(votes: pd.DataFrame, decision: np.ndarray, clip_of_item: n
         return {**out, **{n: {"value": None, "these_raters_ci95": None, "raters_as_sampled_ci95": None} for n in names}}
     ones = np.ones((1, n_clips))
     point = figures(ones)[0]
-    import warnings
-
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # a resample without a rater's items: NaN, dropped
         draws = bootstrap.map(figures, n_clips)
