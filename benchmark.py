@@ -145,7 +145,12 @@ def main(argv: list[str] | None = None) -> int:
     from tqdm import tqdm
 
     from emolia_bench.evaluation import EVALUATION_STEPS, error_causes, evaluate, predictions_frame
-    from emolia_bench.io import load_analysis_summary, load_labels, load_votes
+    from emolia_bench.io import (
+        load_analysis_summary,
+        load_labels,
+        load_rater_model_labels,
+        load_votes,
+    )
     from emolia_bench.outputs import csv_bytes, json_bytes, write_outputs
     from emolia_bench.presets import resolve_model
     from emolia_bench.reports import benchmark_report, fraction, interval
@@ -195,16 +200,17 @@ def main(argv: list[str] | None = None) -> int:
         with phases("load"):
             labels = load_labels(args.analysis_root / subset.name / "benchmark_labels.csv", subset)
             votes = load_votes(args.analysis_root / subset.name / "votes.csv", subset)
+            rater_models = load_rater_model_labels(args.analysis_root / subset.name / "rater_models.csv", subset)
             human, min_items, human_reliable = load_analysis_summary(args.analysis_root / subset.name / "summary.json")
             kept, stats = apply_filters(labels, filters)
             if args.limit is not None:
                 kept, stats["limit"] = limit_rows(kept, args.limit, args.seed)
             rows = build_rows(kept, subset, args.dataset_root, (templates[subset.name] or [None])[0])
-            plans.append((subset, rows, stats, votes, human, min_items, human_reliable))
+            plans.append((subset, rows, stats, votes, rater_models, human, min_items, human_reliable))
 
     bootstrap = Bootstrap(draws=args.bootstrap_draws, seed=args.seed, threads=default_threads())
     results, failed = [], 0
-    for subset, rows, stats, votes, human, min_items, human_reliable in plans:
+    for subset, rows, stats, votes, rater_models, human, min_items, human_reliable in plans:
         with phases("score"):
             with_audio = rows[rows["scorable"]]
             prompts = template_prompts(with_audio, subset, args.dataset_root, templates[subset.name])
@@ -215,6 +221,7 @@ def main(argv: list[str] | None = None) -> int:
             predictions = predictions_frame(rows, result, subset, args.threshold, args.dataset_root, per_template)
             r = evaluate(subset, rows, predictions, mode=scorer.mode, endpoint=scorer.endpoint, threshold=args.threshold,
                          filter_mode=filters.mode_name(subset), filter_stats=stats, human=human, votes=votes,
+                         rater_models=rater_models,
                          min_items=min_items, human_reliable=human_reliable,
                          bootstrap=bootstrap, min_class_rows=args.min_class_rows,
                          cv_folds=args.cv_folds, cv_seed=args.cv_seed, scorer_info=scorer.info(),

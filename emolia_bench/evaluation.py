@@ -16,6 +16,7 @@ from .metrics import (
     band,
     best_threshold,
     binary_metrics,
+    slice_intervals,
     slice_report,
     verdict,
 )
@@ -103,7 +104,7 @@ def evaluate(subset: Subset, rows: pd.DataFrame, predictions: pd.DataFrame, *, m
              bootstrap: Bootstrap, min_class_rows: int = MIN_CLASS_ROWS, min_items: int = MIN_ITEMS,
              human_reliable: dict | None = None,
              cv_folds: int = 5, cv_seed: int = BOOTSTRAP_SEED, scorer_info: dict | None = None,
-             alt_epsilon: float = ALT_EPSILON,
+             alt_epsilon: float = ALT_EPSILON, rater_models: pd.DataFrame | None = None,
              templates: list[str] | None = None, progress=None) -> BenchmarkResult:
     """Metrics, tables and summary.json of one subset's run; ``progress.update(1)`` after each of
     its :data:`EVALUATION_STEPS` interval families (the slice tables, AUROC, the cross-validated
@@ -191,6 +192,10 @@ def evaluate(subset: Subset, rows: pd.DataFrame, predictions: pd.DataFrame, *, m
     step(1)
     s["thresholds_cv"] = cv_headlines(truth, sims, clips, scored["prompt"].to_numpy(), threshold, cv_folds, cv_seed=cv_seed,
                                       bootstrap=bootstrap, min_class_rows=min_class_rows, human=human_ba)
+    if rater_models is not None and len(scored):  # [ours] the headlines against each rater model's label
+        s["against_rater_models"] = against_rater_models(scored, rater_models, subset, sims, clips, threshold,
+                                                         cv_folds=cv_folds, cv_seed=cv_seed, bootstrap=bootstrap,
+                                                         min_class_rows=min_class_rows)
     if scorer_info is not None:  # [ours] which model, loaded how
         s["scorer"] = scorer_info
     if templates is not None and len(templates) > 1:  # [ours] each prompt wording, and their ensemble
@@ -240,6 +245,40 @@ def alt_test_block(scored: pd.DataFrame, votes: pd.DataFrame, subset: Subset, *,
         out[f"by_{column}"] = [
             {column: value, **{name: test(frame[slice_of[frame["item"]] == value], d) for name, d in decisions.items()}}
             for value in sorted(pd.unique(slice_of))]
+    return out
+
+
+def against_rater_models(scored: pd.DataFrame, rater_models: pd.DataFrame, subset: Subset, sims, clips,
+                         threshold: float, *, cv_folds: int, cv_seed: int, bootstrap: Bootstrap,
+                         min_class_rows: int) -> dict:
+    """The headlines with a rater model's label (rater_models.csv) as the truth instead of the
+    majority: macro and pooled AUROC, the balanced accuracy at the threshold and the
+    cross-validated one per prompt, each with its clip-bootstrap interval, on the same scored
+    rows; and how many of those rows' labels differ from the majority. Dawid–Skene only: it is
+    the model that converges on the real exports (one-coin Dawid–Skene labels everything
+    present there), and each reference costs a full set of intervals."""
+    keys = list(subset.item_key)
+    at = pd.MultiIndex.from_frame(rater_models[keys]).get_indexer(pd.MultiIndex.from_frame(scored[keys]))
+    out = {}
+    for name in ("dawid_skene",):
+        if (at < 0).any():
+            out[name] = None  # an item without the model's label: the analysis run differs from the labels
+            continue
+        truth = rater_models[f"{name}_label"].to_numpy()[at]
+        pred = scored["pred_present"].to_numpy(np.int64)
+        fixed = slice_intervals(truth, pred, clips, [np.zeros(len(truth), np.int64)], bootstrap=bootstrap)[0][0]
+        enough = min(int(truth.sum()), int(len(truth) - truth.sum())) >= min_class_rows
+        ba = binary_metrics(truth, pred)["balanced_accuracy"]
+        a = auroc_with_intervals(truth, sims, clips, scored[subset.category_slice].to_numpy(), bootstrap=bootstrap)
+        cv = cv_headlines(truth, sims, clips, scored["prompt"].to_numpy(), threshold, cv_folds, cv_seed=cv_seed,
+                          bootstrap=bootstrap, min_class_rows=min_class_rows)
+        out[name] = {"rows": int(len(truth)),
+                     "labels_differ_from_majority": int((truth != scored["majority_present"].to_numpy()).sum()),
+                     "macro_auroc": a["macro_auroc"], "macro_auroc_ci95": a["macro_auroc_ci95"],
+                     "auroc": a["auroc"], "auroc_ci95": a["auroc_ci95"],
+                     "balanced_accuracy": ba, "balanced_accuracy_ci95": list(fixed[0]) if fixed and enough else None,
+                     "cv_balanced_accuracy_per_prompt": cv.get("per_prompt", {}).get("balanced_accuracy"),
+                     "cv_balanced_accuracy_per_prompt_ci95": cv.get("per_prompt", {}).get("ci95")}
     return out
 
 

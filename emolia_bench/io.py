@@ -341,6 +341,24 @@ def load_votes(path: Path, subset: Subset) -> pd.DataFrame:
     return out
 
 
+def load_rater_model_labels(path: Path, subset: Subset) -> pd.DataFrame | None:
+    """rater_models.csv of ``subset`` (analysis.py), validated: the item key and each model's
+    ``<model>_label`` (0/1); None when absent (an analysis run from before the rater models)."""
+    from .rater_models import MODELS
+
+    path = Path(path)
+    if not path.is_file():
+        return None
+    columns = [f"{m}_label" for m in MODELS]
+    df = read_csv_strings(path, [*subset.item_key, *columns], allow_no_rows=True)
+    for col in columns:
+        check_values(path, df, col, ("0", "1"))
+    one_row_per_item(path, df, subset, "re-run analysis.py")
+    out = df[[*subset.item_key, *columns]].copy()
+    out[columns] = out[columns].astype(np.int64)
+    return out
+
+
 def load_analysis_summary(path: Path) -> tuple[dict, int, dict]:
     """From analysis.py's summary.json: the human reference figures (:data:`summary.HUMAN_ALIASES`),
     the ``--min-items`` that run used (``agreement_detail.min_items``) and whether each figure is

@@ -602,6 +602,22 @@ def headline_table(s: dict, category: str) -> str:
     h = (s.get("human_reference") or {}).get("balanced_accuracy")
     human = (f"the humans' own pairwise balanced accuracy, {fraction(h)}" if h is not None else
              "no human figure (the analysis run's human figures rest on too few items)")
+    ds = (s.get("against_rater_models") or {}).get("dawid_skene")
+    against = ""
+    if ds:
+        against = ("\n\nThe same headlines with the Dawid–Skene label (analysis.py's rater model) as the truth instead of "
+                   f"the majority — {count(ds['labels_differ_from_majority'])} of {count(ds['rows'])} rows' labels differ:"
+                   "\n\n" + md_table([("headline", TEXT), ("against the majority", TEXT), ("against Dawid–Skene", TEXT)], [
+                       ("macro AUROC", f"{fraction(a['macro_auroc'])} {interval(a['macro_auroc_ci95'])}",
+                        f"{fraction(ds['macro_auroc'])} {interval(ds['macro_auroc_ci95'])}"),
+                       ("balanced accuracy, cross-validated per prompt",
+                        f"{fraction(cv.get('per_prompt', {}).get('balanced_accuracy'))} {interval(cv.get('per_prompt', {}).get('ci95'))}",
+                        f"{fraction(ds['cv_balanced_accuracy_per_prompt'])} {interval(ds['cv_balanced_accuracy_per_prompt_ci95'])}"),
+                       (f"balanced accuracy at {s['threshold']:g}",
+                        f"{fraction(o['balanced_accuracy'])} {interval(o.get('balanced_accuracy_ci95'))}",
+                        f"{fraction(ds['balanced_accuracy'])} {interval(ds['balanced_accuracy_ci95'])}"),
+                       ("pooled AUROC", f"{fraction(a['auroc'])} {interval(a['auroc_ci95'])}",
+                        f"{fraction(ds['auroc'])} {interval(ds['auroc_ci95'])}")]))
     return ("## Headlines\n\n"
             f"Read them in this order. The macro AUROC ranks clips within each {cat}, so a score that only knows how "
             "often each prompt is present gains nothing from it; the pooled AUROC does gain (it is listed last). "
@@ -611,7 +627,8 @@ def headline_table(s: dict, category: str) -> str:
             "compares the interval with chance (0.5) and, for balanced accuracy, with " + human + "; it never reads "
             "better than \"indistinguishable from chance\" while the interval includes 0.5, and needs "
             f"{count(s.get('min_class_rows', 0))} rows of each class.\n\n"
-            + md_table([("headline", TEXT), ("value", TEXT), ("95 % CI", TEXT), ("rows", TEXT), ("verdict", TEXT)], rows))
+            + md_table([("headline", TEXT), ("value", TEXT), ("95 % CI", TEXT), ("rows", TEXT), ("verdict", TEXT)], rows)
+            + against)
 
 
 def alt_test_section(a: dict) -> str:

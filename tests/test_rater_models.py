@@ -56,3 +56,20 @@ def test_the_analysis_writes_rater_models_beside_the_majority(tmp_path):
         ones = int((labels["n_raters"] == 1).sum())
         assert block["items_one_rater"] == ones and block["items"] == len(labels)
         assert isinstance(block["dawid_skene"]["converged"], bool)
+
+
+def test_the_benchmark_headlines_against_dawid_skene_equal_scikit_learn(demo_scored):
+    from sklearn.metrics import balanced_accuracy_score, roc_auc_score
+
+    s = json.loads((demo_scored / "sham/emolia-emo/summary.json").read_text())["against_rater_models"]["dawid_skene"]
+    pred = pd.read_csv(demo_scored / "sham/emolia-emo/predictions.csv")
+    models = pd.read_csv(demo_scored / "an/emolia-emo/rater_models.csv")
+    key = ["file_name", "queried_emotion", "task_type"]
+    m = pred[pred["ok"]].merge(models, on=key)
+    truth = m["dawid_skene_label"].to_numpy()
+    assert s["rows"] == len(m) and s["labels_differ_from_majority"] == int((truth != m["majority_present"]).sum())
+    assert s["balanced_accuracy"] == pytest.approx(balanced_accuracy_score(truth, m["pred_present"]), abs=1e-12)
+    assert s["auroc"] == pytest.approx(roc_auc_score(truth, m["similarity"]), abs=1e-12)
+    per = [roc_auc_score(truth[g], m["similarity"].to_numpy()[g]) for g in m.groupby("queried_emotion").indices.values()
+           if truth[g].min() != truth[g].max()]
+    assert s["macro_auroc"] == pytest.approx(np.mean(per), abs=1e-12)
