@@ -271,7 +271,7 @@ def against_rater_models(scored: pd.DataFrame, rater_models: pd.DataFrame, subse
         ba = binary_metrics(truth, pred)["balanced_accuracy"]
         a = auroc_with_intervals(truth, sims, clips, scored[subset.category_slice].to_numpy(), bootstrap=bootstrap)
         cv = cv_headlines(truth, sims, clips, scored["prompt"].to_numpy(), threshold, cv_folds, cv_seed=cv_seed,
-                          bootstrap=bootstrap, min_class_rows=min_class_rows)
+                          bootstrap=bootstrap, min_class_rows=min_class_rows, kinds=("per_prompt",))
         out[name] = {"rows": int(len(truth)),
                      "labels_differ_from_majority": int((truth != scored["majority_present"].to_numpy()).sum()),
                      "macro_auroc": a["macro_auroc"], "macro_auroc_ci95": a["macro_auroc_ci95"],
@@ -293,10 +293,11 @@ def label_support(rows: pd.DataFrame) -> dict:
 
 
 def cv_headlines(truth, sims, clips, prompts, threshold: float, k: int, *, cv_seed: int, bootstrap: Bootstrap,
-                 min_class_rows: int, human: float | None = None) -> dict:
+                 min_class_rows: int, human: float | None = None, kinds=("global", "per_prompt")) -> dict:
     """Balanced accuracy of out-of-fold decisions (:mod:`thresholds`) with one global threshold and
-    with one threshold per prompt, each with its clip-bootstrap interval re-running the whole
-    cross-validation in every resample (none when a class has fewer than ``min_class_rows`` rows)."""
+    with one threshold per prompt (``kinds``: which of the two), each with its clip-bootstrap
+    interval re-running the whole cross-validation in every resample (none when a class has fewer
+    than ``min_class_rows`` rows)."""
     out = {"folds": int(k), "seed": int(cv_seed), "unit": "clip",
            "definition": "threshold maximising balanced accuracy on the other folds, applied to each fold",
            "interval": "percentile 95%, thresholds re-chosen in every clip resample"}
@@ -305,6 +306,8 @@ def cv_headlines(truth, sims, clips, prompts, threshold: float, k: int, *, cv_se
     folds = clip_folds(clips, k, seed=cv_seed)
     enough = min(int(truth.sum()), int(len(truth) - truth.sum())) >= min_class_rows
     for name, groups in (("global", None), ("per_prompt", prompts)):
+        if name not in kinds:
+            continue
         ba, draws, applied = cv_balanced_accuracy(truth, sims, clips, folds, threshold, groups, bootstrap=bootstrap)
         interval = percentile_interval(draws)
         m = binary_metrics(truth, (sims >= applied).astype(np.int64))
