@@ -121,12 +121,18 @@ def check_comparable(runs: list[Run]) -> None:
                              column="majority_present")
 
 
-def paired_test(a: Run, b: Run, *, bootstrap: Bootstrap) -> dict:
+def paired_rows(a: Run, b: Run) -> pd.DataFrame:
+    """The rows both runs scored, A's columns and B's side by side (``_a`` / ``_b``), in item-key
+    order: the rows' order in the files changes nothing."""
     key = list(a.subset.item_key)
     m = a.predictions.merge(b.predictions[[*key, "pred_present", "ok", "similarity", "prompt"]], on=key,
                             suffixes=("_a", "_b"))
-    m = m.sort_values(key, kind="stable").reset_index(drop=True)  # the rows' order in the files changes nothing
-    m = m[m["ok_a"] & m["ok_b"]]
+    m = m.sort_values(key, kind="stable").reset_index(drop=True)
+    return m[m["ok_a"] & m["ok_b"]]
+
+
+def paired_test(a: Run, b: Run, *, bootstrap: Bootstrap) -> dict:
+    m = paired_rows(a, b)
     t = m["majority_present"].to_numpy()
     pa, pb = m["pred_present_a"].to_numpy(), m["pred_present_b"].to_numpy()
     ba_a = binary_metrics(t, pa)["balanced_accuracy"]
@@ -168,10 +174,8 @@ def paired_by_slice(a: Run, b: Run, *, bootstrap: Bootstrap) -> list[dict]:
     the slices of this pair ("A differs from B" in how many slices, by chance alone?)."""
     from .metrics import bh_q_values
 
-    key, col = list(a.subset.item_key), a.subset.type_slice
-    m = a.predictions.merge(b.predictions[[*key, "pred_present", "ok"]], on=key, suffixes=("_a", "_b"))
-    m = m.sort_values(key, kind="stable").reset_index(drop=True)
-    m = m[m["ok_a"] & m["ok_b"]]
+    col = a.subset.type_slice
+    m = paired_rows(a, b)
     if len(m) == 0:
         return []
     t, pa, pb = (m[c].to_numpy() for c in ("majority_present", "pred_present_a", "pred_present_b"))
