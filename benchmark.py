@@ -12,10 +12,11 @@ flags, unanimity, then --limit), builds each row's prompt and finds its clip und
 task type or polarity, by benchmark bucket and by queried emotion or dimension, summary.json
 and report.md.
 
-Scorers: without --endpoint, the deterministic sham scorer (a hash of stem and prompt; reads
-no audio but needs each clip to exist). With --endpoint, a remote similarity server: requests
-run concurrently, failures are retried with back-off, and every answer is cached on disk so an
-interrupted run resumes where it stopped. Give --endpoint several times to spread requests over
+Scorers: by default the deterministic sham scorer (a hash of stem and prompt; reads no audio
+but needs each clip to exist); --sampling-prior, the sampling prior as ±1 (the same, no audio
+read). With --endpoint, a remote similarity server: requests run concurrently, failures are
+retried with back-off, and every answer is cached on disk so an interrupted run resumes where
+it stopped. Give --endpoint several times to spread requests over
 replicas of one model. With --model PRESET or --clap-model, a model in-process (presets:
 voiceclap-small, voiceclap-small-v2, voiceclap-large, voiceclap-large-v2).
 
@@ -62,6 +63,9 @@ def arguments() -> argparse.ArgumentParser:
     p.add_argument("--output-dir", type=Path, default=Path("benchmark_outputs"),
                    help="where results are written, one folder per subset (default: benchmark_outputs)")
     g = p.add_argument_group("scoring")
+    g.add_argument("--sampling-prior", action="store_true",
+                   help="score the sampling prior itself (+1 where the item was sampled to be present, -1 otherwise; "
+                        "reads no audio): the baseline that costs nothing, as a run compare.py ranks beside models")
     g.add_argument("--endpoint", action="append", metavar="URL",
                    help="similarity endpoint (POST JSON); repeat for replicas of one model; absent: sham scorer")
     g.add_argument("--model-tag", help="names the model in the response cache (default: the first endpoint URL); "
@@ -148,6 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     from emolia_bench.io import (
         load_analysis_summary,
         load_labels,
+        load_rater_channels,
         load_rater_model_labels,
         load_votes,
     )
@@ -170,8 +175,8 @@ def main(argv: list[str] | None = None) -> int:
     filters = Filters(min_raters=max(args.min_raters, 3 if args.require_3_raters else 1),
                       exclude_flagged=args.exclude_flagged, unanimous_only=args.unanimous_only)
     in_process = args.model is not None or args.clap_model is not None
-    if args.endpoint and in_process:
-        p.error("choose one scorer: --endpoint or an in-process model (--model / --clap-model)")
+    if sum([bool(args.endpoint), in_process, args.sampling_prior]) > 1:
+        p.error("choose one scorer: --endpoint, an in-process model (--model / --clap-model) or --sampling-prior")
     if args.similarity != "cosine" and not in_process:
         p.error("--similarity applies to an in-process model; an endpoint returns its own (clap_server.py --similarity)")
     if in_process:
@@ -188,6 +193,8 @@ def main(argv: list[str] | None = None) -> int:
                             max_retries=args.max_retries, give_up_after=args.give_up_after,
                             cache_dir=args.cache_dir, fresh=args.fresh,
                             model_tag=args.model_tag, send_audio=not args.no_audio_send)
+    elif args.sampling_prior:
+        scorer = get_scorer("sampling_prior")
     else:
         scorer = get_scorer("sham")
 
@@ -201,16 +208,17 @@ def main(argv: list[str] | None = None) -> int:
             labels = load_labels(args.analysis_root / subset.name / "benchmark_labels.csv", subset)
             votes = load_votes(args.analysis_root / subset.name / "votes.csv", subset)
             rater_models = load_rater_model_labels(args.analysis_root / subset.name / "rater_models.csv", subset)
+            channels = load_rater_channels(args.analysis_root / subset.name / "summary.json")
             human, min_items, human_reliable = load_analysis_summary(args.analysis_root / subset.name / "summary.json")
             kept, stats = apply_filters(labels, filters)
             if args.limit is not None:
                 kept, stats["limit"] = limit_rows(kept, args.limit, args.seed)
             rows = build_rows(kept, subset, args.dataset_root, (templates[subset.name] or [None])[0])
-            plans.append((subset, rows, stats, votes, rater_models, human, min_items, human_reliable))
+            plans.append((subset, rows, stats, votes, (rater_models, channels), human, min_items, human_reliable))
 
     bootstrap = Bootstrap(draws=args.bootstrap_draws, seed=args.seed, threads=default_threads())
     results, failed = [], 0
-    for subset, rows, stats, votes, rater_models, human, min_items, human_reliable in plans:
+    for subset, rows, stats, votes, (rater_models, channels), human, min_items, human_reliable in plans:
         with phases("score"):
             with_audio = rows[rows["scorable"]]
             prompts = template_prompts(with_audio, subset, args.dataset_root, templates[subset.name])
@@ -221,7 +229,8 @@ def main(argv: list[str] | None = None) -> int:
             predictions = predictions_frame(rows, result, subset, args.threshold, args.dataset_root, per_template)
             r = evaluate(subset, rows, predictions, mode=scorer.mode, endpoint=scorer.endpoint, threshold=args.threshold,
                          filter_mode=filters.mode_name(subset), filter_stats=stats, human=human, votes=votes,
-                         rater_models=rater_models,
+                         rater_models=rater_models, rater_channels=channels,
+                         similarity_is_logit=in_process and args.similarity == "logit",
                          min_items=min_items, human_reliable=human_reliable,
                          bootstrap=bootstrap, min_class_rows=args.min_class_rows,
                          cv_folds=args.cv_folds, cv_seed=args.cv_seed, scorer_info=scorer.info(),

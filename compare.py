@@ -54,17 +54,19 @@ def main(argv: list[str] | None = None) -> int:
     from emolia_bench.summary import run_record
 
     bootstrap = Bootstrap(draws=args.bootstrap_draws, seed=args.seed, threads=default_threads())
-    board, pairs, by_slice = compare(args.runs, names, bootstrap=bootstrap)
+    board, pairs, by_slice, references = compare(args.runs, names, bootstrap=bootstrap)
     outputs = {
         "leaderboard.csv": csv_bytes(board),
         "pairwise.csv": csv_bytes(pairs),
         "pairwise_by_slice.csv": csv_bytes(by_slice),
+        "rank_by_reference.csv": csv_bytes(references),
         "comparison.json": json_bytes({"runs": dict(zip(names, map(str, args.runs), strict=True)),
                                        "bootstrap": {"seed": args.seed, "draws": args.bootstrap_draws, "unit": "clip"},
                                        "leaderboard": board.to_dict(orient="records"),
                                        "pairwise": pairs.to_dict(orient="records"),
                                        "separability": separability(pairs),
                                        "pairwise_by_slice": by_slice.to_dict(orient="records"),
+                                       "rank_by_reference": references.to_dict(orient="records"),
                                        "run": run_record("compare.py", sys.argv[1:] if argv is None else list(argv),
                                                          [run / s / "predictions.csv" for run in args.runs
                                                           for s in SUBSET_NAMES if (run / s).is_dir()])}),
@@ -79,7 +81,8 @@ def main(argv: list[str] | None = None) -> int:
         outputs["leaderboard.png"] = comparison(overall, "Balanced accuracy at the threshold, overall")
         figure = "comparison.png"
     outputs["leaderboard.md"] = comparison_report(board, pairs, figure, draws=args.bootstrap_draws, seed=args.seed,
-                                                  separated=separability(pairs), by_slice=by_slice).encode()
+                                                  separated=separability(pairs), by_slice=by_slice,
+                                                  references=references).encode()
     write_outputs(args.output_dir, outputs)
     print(outputs["leaderboard.md"].decode().split("## Leaderboard", 1)[-1].split("## ", 1)[0].strip())
     return 0

@@ -16,6 +16,7 @@ two servers); the logic lives here, as plain functions over DataFrames, one modu
 - ``metrics``       classification and ranking metrics, slice tables with clip intervals, curves
 - ``raters``        rater profiles: speed, present share, agreement with the others, who stands out
 - ``rater_models``  latent-class rater models (Dawid–Skene, one-coin, MACE via crowd-kit) beside the majority
+- ``ceiling``       the noise ceiling: the best agreement with a new vote any scorer can reach; mean-rating reliability
 - ``analysis``      one subset's analysis: labels, agreement, summary.json
 - ``selection``     which labelled items a benchmark run scores, their prompts, clips and clip ids
 - ``scorers``       the model backends: the Scorer interface, a registry, sham / endpoint / clap
@@ -24,6 +25,7 @@ two servers); the logic lives here, as plain functions over DataFrames, one modu
 - ``evaluation``    scored rows -> predictions, metric tables and the benchmark summary.json
 - ``vs_humans``     the model as one more rater, scored on the humans' own targets; graded labels
 - ``alt_test``      may the model replace a rater? the alternative annotator test, with a chance control
+- ``soft_labels``   the model's probability against the vote fractions: Brier, JSD, soft AUROC, calibration
 - ``thresholds``    cross-validated decision thresholds (folds by clip)
 - ``ranking``       AUROC, macro AUROC and Spearman's ρ with clip-bootstrap intervals
 - ``compare``       runs side by side: leaderboard and clip-paired tests

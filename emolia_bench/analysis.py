@@ -151,7 +151,7 @@ def analyze_subset(subset: Subset, ann: pd.DataFrame, users: pd.DataFrame, flags
     # [ours] latent-class rater models beside the majority vote
     by_code = items.reindex(range(int(votes["item"].max()) + 1 if len(votes) else 0))
     block, per_item, per_rater = fit_rater_models(votes, raters, by_code["majority_present"].to_numpy(),
-                                                  by_code["majority_present_tie"].to_numpy(dtype=bool), seed=bootstrap.seed)
+                                                  by_code["majority_present_tie"].to_numpy(dtype=bool), bootstrap=bootstrap)
     s["rater_models"] = block
     if len(profiles) and len(per_rater.columns) > 1:
         profiles = profiles.merge(per_rater, on="rater", how="left")

@@ -286,6 +286,39 @@ def leaderboard(runs_by_subset: dict[str, list[Run]]) -> pd.DataFrame:
     return df.drop(columns=["_s", "_slice"]).reset_index(drop=True)
 
 
+REFERENCES = ("majority", "dawid_skene", "one_coin_dawid_skene", "mace")
+
+
+def ranks_by_reference(runs_by_subset: dict[str, list[Run]]) -> pd.DataFrame:
+    """Per subset, reference label (the majority, and each rater model of the runs'
+    ``against_rater_models``) and run: the run's macro AUROC against that reference and its rank
+    (1 = best, ties share the mean rank; a run without the figure ranks last), and
+    ``rank_flip``: whether the order of the runs differs from their order against the majority.
+    A point-estimate check, to read beside the rank intervals: a flip inside overlapping
+    intervals says the ranking rests on the choice of label, not that it reverses."""
+    from scipy.stats import rankdata
+
+    rows = []
+    for name, runs in runs_by_subset.items():
+        orders = {}
+        for ref in REFERENCES:
+            if ref == "majority":
+                values = [(r.summary.get("auroc_headline") or {}).get("macro_auroc") for r in runs]
+            else:
+                values = [((r.summary.get("against_rater_models") or {}).get(ref) or {}).get("macro_auroc") for r in runs]
+            if all(v is None for v in values):
+                continue  # no run has this reference (an analysis run without rater models, or one class only)
+            ranks = rankdata([-np.inf if v is None else -v for v in values])
+            orders[ref] = ranks
+            rows += [{"subset": name, "reference": ref, "run": r.name, "macro_auroc": v, "rank": float(k)}
+                     for r, v, k in zip(runs, values, ranks, strict=True)]
+        for row in rows:
+            if row["subset"] == name:
+                row["rank_flip"] = bool("majority" in orders and not np.array_equal(orders[row["reference"]],
+                                                                                   orders["majority"]))
+    return pd.DataFrame(rows, columns=["subset", "reference", "run", "macro_auroc", "rank", "rank_flip"])
+
+
 def compare(folders: list[Path], names: list[str], *, bootstrap: Bootstrap):
     runs_by_subset: dict[str, list[Run]] = {}
     for subset in SUBSETS.values():
@@ -310,7 +343,7 @@ def compare(folders: list[Path], names: list[str], *, bootstrap: Bootstrap):
     ranks = pd.DataFrame([r for runs in runs_by_subset.values() for r in rank_intervals(runs, bootstrap=bootstrap)],
                          columns=["subset", "run", "rank", "rank_low", "rank_high", "rank_rows"])
     board = board.merge(ranks.assign(slice="overall"), on=["subset", "slice", "run"], how="left")
-    return board, pairs, by_slice
+    return board, pairs, by_slice, ranks_by_reference(runs_by_subset)
 
 
 def rank_intervals(runs: list[Run], *, bootstrap: Bootstrap) -> list[dict]:

@@ -10,6 +10,7 @@ import pandas as pd
 
 from .alt_test import EPSILON as ALT_EPSILON
 from .alt_test import alt_test_with_control
+from .ceiling import ceiling_block, mean_rating_reliability, vote_agreement
 from .defaults import BOOTSTRAP_SEED, MIN_ITEMS
 from .metrics import (
     MIN_CLASS_ROWS,
@@ -21,8 +22,10 @@ from .metrics import (
     verdict,
 )
 from .ranking import auroc_with_intervals
+from .rater_models import MODELS, pairwise_agreement_per_item
 from .resampling import Bootstrap, percentile_interval
 from .scorers import ScoreResult
+from .soft_labels import soft_label_block
 from .subsets import Subset
 from .summary import SliceRow, Support
 from .templates import template_report
@@ -94,7 +97,7 @@ def _record(key: str, value, m: dict, fields) -> dict:
     return {key: value, **{f: m[f] for f in fields}, **{f: m[f] for f in EXTRA_FIELDS if f not in fields}}
 
 
-EVALUATION_STEPS = 5
+EVALUATION_STEPS = 6
 HUMAN_REFERENCE = "human_balanced_accuracy_binary"
 COUNT_COLUMNS = ("tp", "fp", "tn", "fn", "n_positive", "n_negative")
 
@@ -105,10 +108,16 @@ def evaluate(subset: Subset, rows: pd.DataFrame, predictions: pd.DataFrame, *, m
              human_reliable: dict | None = None,
              cv_folds: int = 5, cv_seed: int = BOOTSTRAP_SEED, scorer_info: dict | None = None,
              alt_epsilon: float = ALT_EPSILON, rater_models: pd.DataFrame | None = None,
+             rater_channels: tuple[float, float] | None = None, similarity_is_logit: bool = False,
              templates: list[str] | None = None, progress=None) -> BenchmarkResult:
     """Metrics, tables and summary.json of one subset's run; ``progress.update(1)`` after each of
     its :data:`EVALUATION_STEPS` interval families (the slice tables, AUROC, the cross-validated
-    thresholds, the model against the humans, the graded labels). ``templates`` (when more than one):
+    thresholds, the model against the humans, the graded labels, the soft labels and the noise
+    ceiling). ``rater_models``: rater_models.csv (labels and posteriors), ``rater_channels``: the
+    raters' mean Dawid–Skene sensitivity and specificity (both from the analysis run; None: the
+    figures that need them are left out); ``similarity_is_logit``: the similarity is a logit
+    (``--similarity logit``), so σ(similarity) is the model's probability (:mod:`soft_labels`).
+    ``templates`` (when more than one):
     the prompt templates whose similarities are ``similarity_template_<k>`` of ``predictions``;
     adds metrics_by_template.csv and the ``prompt_templates`` block (:mod:`templates`)."""
     scored = predictions[predictions["ok"]].copy()
@@ -195,7 +204,7 @@ def evaluate(subset: Subset, rows: pd.DataFrame, predictions: pd.DataFrame, *, m
     if rater_models is not None and len(scored):  # [ours] the headlines against each rater model's label
         s["against_rater_models"] = against_rater_models(scored, rater_models, subset, sims, clips, threshold,
                                                          cv_folds=cv_folds, cv_seed=cv_seed, bootstrap=bootstrap,
-                                                         min_class_rows=min_class_rows)
+                                                         min_class_rows=min_class_rows, human=human_ba)
     if scorer_info is not None:  # [ours] which model, loaded how
         s["scorer"] = scorer_info
     if templates is not None and len(templates) > 1:  # [ours] each prompt wording, and their ensemble
@@ -210,8 +219,17 @@ def evaluate(subset: Subset, rows: pd.DataFrame, predictions: pd.DataFrame, *, m
         s["alt_test"] = alt_test_block(scored.reset_index(drop=True), votes, subset, epsilon=alt_epsilon,
                                        seed=bootstrap.seed)
         step(1)
+        # [ours] the vote fractions instead of the majority, and the ceiling the votes' noise sets
+        posterior = model_column(scored, rater_models, subset, "dawid_skene_present_probability")
+        folds = clip_folds(clips, cv_folds, seed=cv_seed) if len(scored) else np.empty(0, np.int64)
+        s["soft_labels"], calibration = soft_label_block(scored, votes, subset, logit=similarity_is_logit, folds=folds,
+                                                         bootstrap=bootstrap, ds_posterior=posterior)
+        if len(calibration):
+            tables["calibration.csv"] = calibration
+        s["noise_ceiling"] = noise_ceiling(scored, votes, subset, posterior, rater_channels, bootstrap=bootstrap)
+        step(1)
     else:
-        step(2)
+        step(3)
     return BenchmarkResult(subset, predictions, tables, s, scored["majority_present"].to_numpy(), sims)
 
 
@@ -248,37 +266,72 @@ def alt_test_block(scored: pd.DataFrame, votes: pd.DataFrame, subset: Subset, *,
     return out
 
 
-def against_rater_models(scored: pd.DataFrame, rater_models: pd.DataFrame, subset: Subset, sims, clips,
-                         threshold: float, *, cv_folds: int, cv_seed: int, bootstrap: Bootstrap,
-                         min_class_rows: int) -> dict:
-    """The headlines with a rater model's label (rater_models.csv) as the truth instead of the
-    majority: macro and pooled AUROC, the balanced accuracy at the threshold and the
-    cross-validated one per prompt, each with its clip-bootstrap interval, on the same scored
-    rows; and how many of those rows' labels differ from the majority. Dawid–Skene only: it is
-    the model that converges on the real exports (one-coin Dawid–Skene labels everything
-    present there), and each reference costs a full set of intervals."""
+def model_column(scored: pd.DataFrame, rater_models: pd.DataFrame | None, subset: Subset, column: str):
+    """``column`` of rater_models.csv for each scored row; None without the file or when a scored
+    item is missing from it (the analysis run differs from the labels)."""
+    if rater_models is None or column not in rater_models:
+        return None
     keys = list(subset.item_key)
     at = pd.MultiIndex.from_frame(rater_models[keys]).get_indexer(pd.MultiIndex.from_frame(scored[keys]))
+    return None if (at < 0).any() else rater_models[column].to_numpy()[at]
+
+
+def against_rater_models(scored: pd.DataFrame, rater_models: pd.DataFrame, subset: Subset, sims, clips,
+                         threshold: float, *, cv_folds: int, cv_seed: int, bootstrap: Bootstrap,
+                         min_class_rows: int, human: float | None = None) -> dict:
+    """The headlines with each rater model's label (rater_models.csv: Dawid–Skene, one-coin
+    Dawid–Skene, MACE) as the truth instead of the majority: macro and pooled AUROC, the
+    balanced accuracy at the threshold and the cross-validated one per prompt, each with its
+    clip-bootstrap interval and verdict, on the same scored rows; and how many of those rows'
+    labels differ from the majority. A model whose labels hold one class only (one-coin
+    Dawid–Skene calls every real emo item present) gets None figures and ``one_class``. None for
+    a model when a scored item lacks its label (the analysis run differs from the labels)."""
     out = {}
-    for name in ("dawid_skene",):
-        if (at < 0).any():
-            out[name] = None  # an item without the model's label: the analysis run differs from the labels
+    pred = scored["pred_present"].to_numpy(np.int64)
+    for name in MODELS:
+        truth = model_column(scored, rater_models, subset, f"{name}_label")
+        if truth is None:
+            out[name] = None
             continue
-        truth = rater_models[f"{name}_label"].to_numpy()[at]
-        pred = scored["pred_present"].to_numpy(np.int64)
         fixed = slice_intervals(truth, pred, clips, [np.zeros(len(truth), np.int64)], bootstrap=bootstrap)[0][0]
         enough = min(int(truth.sum()), int(len(truth) - truth.sum())) >= min_class_rows
         ba = binary_metrics(truth, pred)["balanced_accuracy"]
         a = auroc_with_intervals(truth, sims, clips, scored[subset.category_slice].to_numpy(), bootstrap=bootstrap)
         cv = cv_headlines(truth, sims, clips, scored["prompt"].to_numpy(), threshold, cv_folds, cv_seed=cv_seed,
-                          bootstrap=bootstrap, min_class_rows=min_class_rows, kinds=("per_prompt",))
-        out[name] = {"rows": int(len(truth)),
+                          bootstrap=bootstrap, min_class_rows=min_class_rows, kinds=("per_prompt",),
+                          human=human).get("per_prompt", {})
+        ci = list(fixed[0]) if fixed and enough else None
+        out[name] = {"rows": int(len(truth)), "one_class": bool(truth.min() == truth.max()),
                      "labels_differ_from_majority": int((truth != scored["majority_present"].to_numpy()).sum()),
                      "macro_auroc": a["macro_auroc"], "macro_auroc_ci95": a["macro_auroc_ci95"],
+                     "macro_auroc_verdict": verdict(a["macro_auroc"], a["macro_auroc_ci95"], enough=enough),
                      "auroc": a["auroc"], "auroc_ci95": a["auroc_ci95"],
-                     "balanced_accuracy": ba, "balanced_accuracy_ci95": list(fixed[0]) if fixed and enough else None,
-                     "cv_balanced_accuracy_per_prompt": cv.get("per_prompt", {}).get("balanced_accuracy"),
-                     "cv_balanced_accuracy_per_prompt_ci95": cv.get("per_prompt", {}).get("ci95")}
+                     "balanced_accuracy": ba, "balanced_accuracy_ci95": ci,
+                     "balanced_accuracy_verdict": verdict(ba, ci, enough=enough, human=human),
+                     "cv_balanced_accuracy_per_prompt": cv.get("balanced_accuracy"),
+                     "cv_balanced_accuracy_per_prompt_ci95": cv.get("ci95"),
+                     "cv_balanced_accuracy_per_prompt_verdict": cv.get("verdict")}
+    return out
+
+
+def noise_ceiling(scored: pd.DataFrame, votes: pd.DataFrame, subset: Subset, posterior, channels, *,
+                  bootstrap: Bootstrap) -> dict | None:
+    """``summary.json["noise_ceiling"]`` on the scored items (:mod:`ceiling`): the ceiling, the
+    votes' own and the constant predictor, the agreement with the votes of the model, the
+    sampling prior and the humans (pairs of raters) with the headroom each reaches, and the
+    reliability of the mean rating; clips resampled. None without the analysis run's Dawid–Skene
+    fit."""
+    frame, _ = votes_of_scored(scored, votes, subset)
+    n = len(scored)
+    clip = pd.factorize(scored["clip"].astype(str), sort=True)[0]
+    item, vote = frame["item"].to_numpy(), frame["binary"].to_numpy()
+    agreements = {name: vote_agreement(d, item, vote, n) for name, d in scorer_decisions(scored, subset).items()}
+    agreements["humans"] = pairwise_agreement_per_item(frame, n)
+    if posterior is None or channels is None or not n:
+        return None
+    out = ceiling_block(posterior, *channels, clip, bootstrap=bootstrap, agreements=agreements)
+    out["mean_rating_reliability"] = mean_rating_reliability(frame["value"].to_numpy(np.float64), item, clip,
+                                                             bootstrap=bootstrap)
     return out
 
 

@@ -203,6 +203,34 @@ def threshold_curve(truth: np.ndarray, scores: np.ndarray, used: float, best: di
     return _png(fig)
 
 
+def reliability_diagram(bins, title: str) -> bytes:
+    """calibration.csv drawn: per bin of the probability (with rows), the mean vote fraction and
+    the mean majority against the mean probability, with their clip-bootstrap intervals; the
+    model beside the sampling prior. Empty bins are left out."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(8.4, 4.0))
+    fig.subplots_adjust(left=0.08, right=0.98, bottom=0.13, top=0.86, wspace=0.08)
+    axes = fig.subplots(1, 2, sharey=True)
+    for ax, (scorer, name) in zip(axes, (("model", "this model"), ("sampling_prior", "sampling prior")), strict=True):
+        b = bins[(bins["scorer"] == scorer) & (bins["rows"] > 0)]
+        x = b["mean_probability"].to_numpy(np.float64)
+        for column, color, label, marker in (("vote_fraction", BLUE, "vote fraction", "o"), ("majority", ORANGE, "majority", "s")):
+            y = b[f"mean_{column}"].to_numpy(np.float64)
+            _, err = _interval_errors(y, b[f"{column}_ci_low"].to_numpy(np.float64), b[f"{column}_ci_high"].to_numpy(np.float64))
+            ax.errorbar(x, y, yerr=err, color=color, marker=marker, linestyle="-", linewidth=1, markersize=4,
+                        capsize=2, label=f"mean {label}")
+        ax.plot([0, 1], [0, 1], color=GREY, linestyle="--", linewidth=1, label="perfect calibration")
+        ax.set_xlim(0, 1)
+        ax.set_ylim(0, 1)
+        ax.set_xlabel("predicted probability of present (bin mean)")
+        ax.set_title(name, fontsize=9)
+    axes[0].set_ylabel("observed (bin mean)")
+    axes[0].legend(fontsize=7, loc="upper left")
+    fig.suptitle(title, fontsize=10)
+    return _png(fig)
+
+
 def comparison(rows: list[dict], title: str) -> bytes:
     """Leaderboard figure: balanced accuracy with its interval, one point per run and subset."""
     names = [f"{r['run']} ({r['subset']})" for r in rows]
@@ -333,4 +361,7 @@ def benchmark_figures(result, scored_truth: np.ndarray, scored_scores: np.ndarra
     links = [("Balanced accuracy by slice", "balanced_accuracy_by_slice.png"),
              (f"Balanced accuracy by {cat.replace('_', ' ')}", f"balanced_accuracy_by_{cat}.png"),
              ("ROC curve", "roc.png"), ("Balanced accuracy against threshold", "threshold.png")]
+    if "calibration.csv" in result.tables:
+        files["reliability.png"] = reliability_diagram(result.tables["calibration.csv"], f"{subset.name}: reliability")
+        links.append(("Reliability diagram (the model's probability against the votes)", "reliability.png"))
     return files, links

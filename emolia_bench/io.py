@@ -342,21 +342,51 @@ def load_votes(path: Path, subset: Subset) -> pd.DataFrame:
 
 
 def load_rater_model_labels(path: Path, subset: Subset) -> pd.DataFrame | None:
-    """rater_models.csv of ``subset`` (analysis.py), validated: the item key and each model's
-    ``<model>_label`` (0/1); None when absent (an analysis run from before the rater models)."""
+    """rater_models.csv of ``subset`` (analysis.py), validated: the item key, each model's
+    ``<model>_label`` (0/1) and ``<model>_present_probability`` (a number in [0, 1]); None when
+    absent (an analysis run from before the rater models)."""
     from .rater_models import MODELS
 
     path = Path(path)
     if not path.is_file():
         return None
-    columns = [f"{m}_label" for m in MODELS]
-    df = read_csv_strings(path, [*subset.item_key, *columns], allow_no_rows=True)
-    for col in columns:
+    labels = [f"{m}_label" for m in MODELS]
+    probabilities = [f"{m}_present_probability" for m in MODELS]
+    df = read_csv_strings(path, [*subset.item_key, *labels, *probabilities], allow_no_rows=True)
+    for col in labels:
         check_values(path, df, col, ("0", "1"))
     one_row_per_item(path, df, subset, "re-run analysis.py")
-    out = df[[*subset.item_key, *columns]].copy()
-    out[columns] = out[columns].astype(np.int64)
+    out = df[[*subset.item_key, *labels]].copy()
+    out[labels] = out[labels].astype(np.int64)
+    for col in probabilities:
+        values = pd.to_numeric(df[col], errors="coerce").to_numpy(np.float64)
+        bad = ~((values >= 0) & (values <= 1))
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            raise InputError(path, f"{df[col].iloc[row]!r} is not a probability in [0, 1]", row=row + 1, column=col)
+        out[col] = values
     return out
+
+
+def load_rater_channels(path: Path) -> tuple[float, float] | None:
+    """The raters' mean Dawid–Skene sensitivity and specificity (``rater_models.noise_ceiling``
+    of analysis.py's summary.json), for the noise ceiling; None when the file or the figures are
+    absent; a value that is not a number in [0, 1] is bad input."""
+    path = Path(path)
+    if not path.exists():
+        return None
+    block = (load_json_object(path, "the summary.json analysis.py wrote").get("rater_models") or {})
+    ceiling = block.get("noise_ceiling") if isinstance(block, dict) else None
+    if not isinstance(ceiling, dict) or "mean_sensitivity" not in ceiling:
+        return None
+    out = []
+    for key in ("mean_sensitivity", "mean_specificity"):
+        value = ceiling.get(key)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+            raise InputError(path, f"rater_models.noise_ceiling.{key} holds {value!r}; expected a number in [0, 1]",
+                             column=f"rater_models.noise_ceiling.{key}")
+        out.append(float(value))
+    return out[0], out[1]
 
 
 def load_analysis_summary(path: Path) -> tuple[dict, int, dict]:

@@ -26,8 +26,6 @@ them resample by resample).
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pandas as pd
 from scipy import sparse
@@ -134,12 +132,17 @@ def auroc_draws(truth: np.ndarray, scores: np.ndarray, clips: np.ndarray, catego
 
     def statistic(wc):
         a = by_group(wc)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # no category defined: NaN
-            return np.column_stack([a[:, 0], np.nanmean(a[:, 1:], axis=1)])
+        # numpy's nanmean, written out: its warning filter is not thread-safe, and a resample
+        # (or a reference with one class) where no category is defined is NaN, not a warning
+        by_cat = a[:, 1:]
+        defined = ~np.isnan(by_cat)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            macro = np.where(defined, by_cat, 0.0).sum(axis=1) / defined.sum(axis=1)
+        return np.column_stack([a[:, 0], macro])
 
     n_clips = int(clip.max()) + 1
-    return statistic(np.ones((1, n_clips)))[0], bootstrap.map(statistic, n_clips, cells_per_resample=len(rows))
+    draws = bootstrap.map(statistic, n_clips, cells_per_resample=len(rows))
+    return statistic(np.ones((1, n_clips)))[0], draws.reshape(-1, 2)  # (no draws: 0 × 2)
 
 
 def auroc_with_intervals(truth: np.ndarray, scores: np.ndarray, clips: np.ndarray, categories: np.ndarray, *,

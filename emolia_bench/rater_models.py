@@ -28,6 +28,9 @@ import warnings
 import numpy as np
 import pandas as pd
 
+from .ceiling import ceiling_block, channel_means, mean_rating_reliability
+from .resampling import Bootstrap
+
 N_ITER = 100
 # MACE keeps the best of this many seeded starts; crowd-kit's default 10 took 6.7 s on the real
 # emo export (2: 1.3 s) for binary votes whose likelihood has few local optima
@@ -37,9 +40,11 @@ MODELS = ("dawid_skene", "one_coin_dawid_skene", "mace")
 
 
 def fit_rater_models(votes: pd.DataFrame, rater_names: list, majority: np.ndarray, majority_tie: np.ndarray,
-                     *, seed: int) -> tuple[dict, pd.DataFrame, pd.DataFrame]:
+                     *, bootstrap: Bootstrap) -> tuple[dict, pd.DataFrame, pd.DataFrame]:
     """(summary block, per-item frame, per-rater frame) for ``votes`` (``item`` codes 0..n-1,
-    ``rater`` codes into ``rater_names``, ``binary``); ``majority``/``majority_tie`` per item code."""
+    ``rater`` codes into ``rater_names``, ``binary``, ``value``); ``majority``/``majority_tie`` per
+    item code. MACE is seeded with ``bootstrap.seed``; the noise ceiling and the reliability of
+    the mean rating (:mod:`ceiling`) resample items with ``bootstrap``."""
     with warnings.catch_warnings():  # crowd-kit's own imports warn about optional extras
         warnings.simplefilter("ignore")
         from crowdkit.aggregation import MACE, DawidSkene, OneCoinDawidSkene
@@ -54,14 +59,14 @@ def fit_rater_models(votes: pd.DataFrame, rater_names: list, majority: np.ndarra
              "items": n_items, "items_one_rater": int((n_votes == 1).sum()),
              "items_with_a_majority": int((~majority_tie).sum())}
     if n_items == 0 or data["label"].nunique() < 2:
-        return {**block, **dict.fromkeys(MODELS)}, per_item, per_rater
+        return {**block, **dict.fromkeys(MODELS), "noise_ceiling": None, "mean_rating_reliability": None}, per_item, per_rater
     workers = np.arange(len(rater_names))
     for name in MODELS:
         with warnings.catch_warnings():  # crowd-kit's code uses pandas features pandas 3 deprecates
             warnings.filterwarnings("ignore", category=DeprecationWarning)
             warnings.filterwarnings("ignore", category=FutureWarning)
             if name == "mace":
-                model = MACE(n_iter=MACE_ITER, n_restarts=MACE_RESTARTS, random_state=seed).fit(data)
+                model = MACE(n_iter=MACE_ITER, n_restarts=MACE_RESTARTS, random_state=bootstrap.seed).fit(data)
                 converged = None
             else:
                 model = (DawidSkene if name == "dawid_skene" else OneCoinDawidSkene)(n_iter=N_ITER).fit(data)
@@ -85,4 +90,24 @@ def fit_rater_models(votes: pd.DataFrame, rater_names: list, majority: np.ndarra
             order = pd.unique(data["worker"])
             competence = pd.Series(model.spamming_[:, 1], index=order).reindex(workers)
             per_rater["mace_competence"] = competence.to_numpy(np.float64)
+    # the noise ceiling: how well any scorer could predict a new vote, from the Dawid-Skene channels
+    s_bar, c_bar = channel_means(per_rater["ds_sensitivity"].to_numpy(np.float64),
+                                 per_rater["ds_specificity"].to_numpy(np.float64),
+                                 np.bincount(votes["rater"].to_numpy(), minlength=len(rater_names)))
+    items = np.arange(n_items)
+    block["noise_ceiling"] = ceiling_block(per_item["dawid_skene_present_probability"].to_numpy(), s_bar, c_bar, items,
+                                           bootstrap=bootstrap,
+                                           agreements={"humans": pairwise_agreement_per_item(votes, n_items)})
+    block["mean_rating_reliability"] = mean_rating_reliability(votes["value"].to_numpy(np.float64),
+                                                               votes["item"].to_numpy(), items, bootstrap=bootstrap)
     return block, per_item, per_rater
+
+
+def pairwise_agreement_per_item(votes: pd.DataFrame, n_items: int) -> np.ndarray:
+    """Per item: the share of its pairs of raters whose binary votes agree — one rater's vote
+    against another's, the humans' figure beside the ceiling (NaN with fewer than 2 votes)."""
+    item = votes["item"].to_numpy()
+    n = np.bincount(item, minlength=n_items).astype(np.float64)
+    k = np.bincount(item, weights=votes["binary"].to_numpy(np.float64), minlength=n_items)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(n >= 2, (k * (k - 1) + (n - k) * (n - k - 1)) / (n * (n - 1)), np.nan)

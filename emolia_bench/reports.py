@@ -356,7 +356,31 @@ def rater_model_section(a, h: str) -> str:
             + md_table([("model", TEXT), ("converged", TEXT), ("iterations", COUNT), ("labelled present", TEXT),
                         (f"labels ≠ majority (of {block['items_with_a_majority']:,})", COUNT)], rows)
             + "\n\n" + md_table([("rater", TEXT), ("DS sensitivity", TEXT), ("DS specificity", TEXT),
-                                  ("one-coin skill", TEXT), ("MACE competence", TEXT)], raters))
+                                  ("one-coin skill", TEXT), ("MACE competence", TEXT)], raters)
+            + analysis_ceiling(block))
+
+
+def analysis_ceiling(block: dict) -> str:
+    """The noise ceiling and the reliability of the mean rating of the analysis run."""
+    c, g = block.get("noise_ceiling"), block.get("mean_rating_reliability")
+    if not c or not c.get("ceiling"):
+        return ""
+
+    def fig(f):
+        return f"{fraction(f['value'])} {interval(f['ci95'])}"
+
+    rows = [("ceiling: a scorer that knows each item's class", fig(c["ceiling"])),
+            ("the votes' own predictor (from the other votes)", fig(c["votes_own_predictor"])),
+            ("constant: always the commoner vote", fig(c["constant_predictor"])),
+            ("humans: one rater's vote against another's", fig(c["humans"]["agreement_with_votes"]))]
+    out = ("\n\n**The noise ceiling** — the best agreement any scorer can reach with a new vote, given these raters' "
+           "noise (Dawid–Skene channels; README: rater models). The benchmark prints the model beside it.\n\n"
+           + md_table([("predictor", TEXT), ("agreement with a new vote, 95 % CI (items)", TEXT)], rows))
+    if g and g.get("reliability_of_mean"):
+        out += (f"\nThe mean rating of an item ({g['raters_per_item']:.2f} ratings on average) is reliable to "
+                f"{fig(g['reliability_of_mean'])} (Spearman–Brown from ICC(1) = {fig(g['icc1'])}): a correlation with "
+                f"it cannot exceed about {fig(g['correlation_ceiling'])}.\n")
+    return out
 
 
 def subset_section(a, level: int = 2, figures=None) -> str:
@@ -602,22 +626,7 @@ def headline_table(s: dict, category: str) -> str:
     h = (s.get("human_reference") or {}).get("balanced_accuracy")
     human = (f"the humans' own pairwise balanced accuracy, {fraction(h)}" if h is not None else
              "no human figure (the analysis run's human figures rest on too few items)")
-    ds = (s.get("against_rater_models") or {}).get("dawid_skene")
-    against = ""
-    if ds:
-        against = ("\n\nThe same headlines with the Dawid–Skene label (analysis.py's rater model) as the truth instead of "
-                   f"the majority — {count(ds['labels_differ_from_majority'])} of {count(ds['rows'])} rows' labels differ:"
-                   "\n\n" + md_table([("headline", TEXT), ("against the majority", TEXT), ("against Dawid–Skene", TEXT)], [
-                       ("macro AUROC", f"{fraction(a['macro_auroc'])} {interval(a['macro_auroc_ci95'])}",
-                        f"{fraction(ds['macro_auroc'])} {interval(ds['macro_auroc_ci95'])}"),
-                       ("balanced accuracy, cross-validated per prompt",
-                        f"{fraction(cv.get('per_prompt', {}).get('balanced_accuracy'))} {interval(cv.get('per_prompt', {}).get('ci95'))}",
-                        f"{fraction(ds['cv_balanced_accuracy_per_prompt'])} {interval(ds['cv_balanced_accuracy_per_prompt_ci95'])}"),
-                       (f"balanced accuracy at {s['threshold']:g}",
-                        f"{fraction(o['balanced_accuracy'])} {interval(o.get('balanced_accuracy_ci95'))}",
-                        f"{fraction(ds['balanced_accuracy'])} {interval(ds['balanced_accuracy_ci95'])}"),
-                       ("pooled AUROC", f"{fraction(a['auroc'])} {interval(a['auroc_ci95'])}",
-                        f"{fraction(ds['auroc'])} {interval(ds['auroc_ci95'])}")]))
+    against = against_rater_models_table(s, a, cv.get("per_prompt", {}), o)
     return ("## Headlines\n\n"
             f"Read them in this order. The macro AUROC ranks clips within each {cat}, so a score that only knows how "
             "often each prompt is present gains nothing from it; the pooled AUROC does gain (it is listed last). "
@@ -629,6 +638,105 @@ def headline_table(s: dict, category: str) -> str:
             f"{count(s.get('min_class_rows', 0))} rows of each class.\n\n"
             + md_table([("headline", TEXT), ("value", TEXT), ("95 % CI", TEXT), ("rows", TEXT), ("verdict", TEXT)], rows)
             + against)
+
+
+MODEL_TITLES = {"majority": "majority vote", "dawid_skene": "Dawid–Skene", "one_coin_dawid_skene": "one-coin Dawid–Skene",
+                "mace": "MACE"}
+
+
+def against_rater_models_table(s: dict, a: dict, cv: dict, o: dict) -> str:
+    """The headlines against the majority and against each rater model's label, with a
+    verdict per cell and whether the model's standing (the verdict) changes."""
+    models = {k: v for k, v in (s.get("against_rater_models") or {}).items() if v}
+    if not models:
+        return ""
+    rows = [("majority vote (upstream's label)", "—", f"{fraction(a['macro_auroc'])} {interval(a['macro_auroc_ci95'])}",
+             a.get("macro_auroc_verdict", ""), f"{fraction(cv.get('balanced_accuracy'))} {interval(cv.get('ci95'))}",
+             cv.get("verdict", ""), f"{fraction(o['balanced_accuracy'])} {interval(o.get('balanced_accuracy_ci95'))}", "—")]
+    changed = []
+    for key, m in models.items():
+        if m["one_class"]:
+            rows.append((MODEL_TITLES[key], count(m["labels_differ_from_majority"]), "n/a", "one class only: no reference",
+                         "n/a", "", "n/a", "—"))
+            continue
+        moves = [m["macro_auroc_verdict"] != a.get("macro_auroc_verdict"),
+                 m["cv_balanced_accuracy_per_prompt_verdict"] != cv.get("verdict")]
+        if any(moves):
+            changed.append(MODEL_TITLES[key])
+        rows.append((MODEL_TITLES[key], count(m["labels_differ_from_majority"]),
+                     f"{fraction(m['macro_auroc'])} {interval(m['macro_auroc_ci95'])}", m["macro_auroc_verdict"],
+                     f"{fraction(m['cv_balanced_accuracy_per_prompt'])} {interval(m['cv_balanced_accuracy_per_prompt_ci95'])}",
+                     m["cv_balanced_accuracy_per_prompt_verdict"] or "",
+                     f"{fraction(m['balanced_accuracy'])} {interval(m['balanced_accuracy_ci95'])}", "yes" if any(moves) else "no"))
+    standing = (f"The model's standing changes against {', '.join(changed)}." if changed else
+                "The model's standing (the verdicts) is the same against every reference.")
+    return ("\n\n### Against the rater models\n\nThe same headlines with each rater model's label (analysis.py's "
+            "latent-class fits, `rater_models.csv`) as the truth instead of the majority, on the same rows. " + standing
+            + "\n\n" + md_table([("reference", TEXT), ("labels ≠ majority", TEXT), ("macro AUROC", TEXT), ("verdict", TEXT),
+                                  ("CV balanced accuracy per prompt", TEXT), ("verdict", TEXT),
+                                  (f"balanced accuracy at {s['threshold']:g}", TEXT), ("standing changes", TEXT)], rows))
+
+
+def soft_label_section(s: dict) -> str:
+    """The soft-label twins and the calibration figures (summary.json["soft_labels"])."""
+    b = s.get("soft_labels") or {}
+    if not b.get("model"):
+        return ""
+    names = [("Brier score vs the vote fraction (0 best)", "brier_vote_fraction"),
+             ("Jensen–Shannon divergence vs the vote fraction (bits, 0 best)", "jensen_shannon_vote_fraction"),
+             ("Brier score vs the Dawid–Skene posterior", "brier_dawid_skene"),
+             ("Jensen–Shannon divergence vs the Dawid–Skene posterior", "jensen_shannon_dawid_skene"),
+             ("soft AUROC, macro over categories (votes as weights)", "soft_macro_auroc"),
+             ("soft AUROC, pooled", "soft_auroc"),
+             ("expected calibration error vs the vote fraction", "ece_vote_fraction"),
+             ("expected calibration error vs the majority", "ece_majority")]
+    def fig(f, k):  # calibration errors of a well-fitted map are small: four decimals
+        fmt = threshold if k.startswith("ece") else fraction
+        return f"{fmt(f['value'])} {interval(f['ci95'], fmt)}"
+
+    rows = [(title, fig(b["model"][k], k), fig(b["sampling_prior"][k], k)) for title, k in names if k in b["model"]]
+    return ("## Soft labels and calibration\n\n"
+            f"Every scored item at its vote fraction (the share of its raters saying present) instead of its majority: "
+            f"{count(b['items'])} items, of which {count(b['items_tied'])} split evenly (the hard figures count them "
+            f"absent) and {count(b['items_one_rater'])} have one rater (the hard figures take that vote as the label). "
+            f"The model's probability: {b['probability']}; the sampling prior gets the same map. A constant probability "
+            "equal to the mean vote is perfectly calibrated and ranks nothing, so read calibration beside the soft "
+            "AUROC, never alone. Intervals: clip bootstrap, 95 %, the map re-fitted in every resample; the "
+            "reliability diagram's bins are in `calibration.csv`.\n\n"
+            + md_table([("figure", TEXT), ("this model", TEXT), ("sampling prior (costs nothing)", TEXT)], rows))
+
+
+def noise_ceiling_section(s: dict) -> str:
+    """The noise ceiling beside the model, the sampling prior and the humans (summary.json["noise_ceiling"])."""
+    c = s.get("noise_ceiling")
+    if not c or not c.get("ceiling"):
+        return ""
+
+    def fig(f):
+        return f"{fraction(f['value'])} {interval(f['ci95'])}"
+
+    rows = [("ceiling: knows each clip's class", fig(c["ceiling"]), "1.000", count(c["items"])),
+            ("the votes' own predictor (the other votes)", fig(c["votes_own_predictor"]), "n/a", count(c["items"])),
+            ("constant: always the commoner vote", fig(c["constant_predictor"]), "0.000", count(c["items"]))]
+    for title, key in (("this model", "model"), ("sampling prior", "sampling_prior"), ("humans (one rater vs another)", "humans")):
+        if key in c:
+            rows.append((title, fig(c[key]["agreement_with_votes"]), fig(c[key]["headroom_reached"]), count(c[key]["items"])))
+    g = c.get("mean_rating_reliability") or {}
+    graded = ""
+    if g.get("reliability_of_mean"):
+        graded = (f"\n\nGraded ratings: single ratings agree with ICC(1) = {fig(g['icc1'])}; the mean of "
+                  f"{g['raters_per_item']:.2f} ratings per item is reliable to {fig(g['reliability_of_mean'])} "
+                  f"(Spearman–Brown), so no scorer correlates with it beyond about {fig(g['correlation_ceiling'])} "
+                  "(√reliability; the graded ρ above reads against this).\n")
+    return ("## The noise ceiling\n\n"
+            "How often a scorer's decision equals a new human vote (per item, the share of its votes it matches). No "
+            "scorer can beat the ceiling: even knowing every clip's class, the next vote is a noisy rater's "
+            f"(raters' mean sensitivity {fraction(c['mean_sensitivity'])}, specificity {fraction(c['mean_specificity'])}, "
+            "from the Dawid–Skene fit). Headroom reached = (agreement − constant) / (ceiling − constant): 0 is the "
+            "constant prediction, 1 the ceiling, below 0 worse than always giving the commoner vote. Intervals: clip "
+            "bootstrap with the rater channels held fixed.\n\n"
+            + md_table([("predictor", TEXT), ("agreement with a new vote", TEXT), ("headroom reached", TEXT), ("items", TEXT)],
+                       rows) + graded)
 
 
 def alt_test_section(a: dict) -> str:
@@ -743,6 +851,10 @@ def benchmark_report(r, figures=None) -> str:
         parts.append(alt_test_section(s["alt_test"]))
     if "graded" in s:
         parts.append(graded_table(s["graded"], subset.category_slice))
+    if "soft_labels" in s:
+        parts.append(soft_label_section(s))
+    if s.get("noise_ceiling"):
+        parts.append(noise_ceiling_section(s))
     if "prompt_templates" in s:
         parts.append(template_table(s["prompt_templates"]))
     endpoint = s["endpoint"] if isinstance(s["endpoint"], (str, type(None))) else ", ".join(s["endpoint"])
@@ -787,7 +899,8 @@ def benchmark_report(r, figures=None) -> str:
 
 
 def comparison_report(board: pd.DataFrame, pairs: pd.DataFrame, figure: str | None, *, draws: int, seed: int,
-                      separated: dict | None = None, by_slice: pd.DataFrame | None = None) -> str:
+                      separated: dict | None = None, by_slice: pd.DataFrame | None = None,
+                      references: pd.DataFrame | None = None) -> str:
     parts = ["# emolia-bench — comparison of runs\n"]
     if figure:
         parts.append(f"![Paired differences between runs]({figure})\n")
@@ -843,6 +956,19 @@ def comparison_report(board: pd.DataFrame, pairs: pd.DataFrame, figure: str | No
                          [(r.subset, r.run_a, r.run_b, r.slice, r.rows, r.difference,
                            [r.difference_ci_low, r.difference_ci_high], r.p_bootstrap, r.q_bh)
                           for r in by_slice.itertuples()]))
+    if references is not None and len(references):
+        flips = references[references["rank_flip"].astype(bool)][["subset", "reference"]].drop_duplicates()
+        said = ("⚠ rank flip: " + "; ".join(f"{r.subset} against {MODEL_TITLES.get(r.reference, r.reference)}"
+                                            for r in flips.itertuples())
+                + " orders the runs differently from the majority (by the point macro AUROC; read it beside the rank "
+                  "intervals)." if len(flips) else "Every reference orders the runs as the majority does.")
+        parts.append("## Does the ranking depend on the label?\n\nEach run's macro AUROC against the majority and "
+                     "against each rater model's label (benchmark.py's `against_rater_models`), and its rank. "
+                     + said + "\n\n" + md_table(
+                         [("subset", TEXT), ("reference", TEXT), ("run", TEXT), ("macro AUROC", FRACTION), ("rank", TEXT),
+                          ("rank flip", TEXT)],
+                         [(r.subset, MODEL_TITLES.get(r.reference, r.reference), r.run, r.macro_auroc, f"{r.rank:g}",
+                           "yes" if r.rank_flip else "no") for r in references.itertuples()]))
     rest = board[board["slice"] != "overall"]
     parts.append("## By slice\n\n" + md_table(
         [("subset", TEXT), ("slice", TEXT), ("run", TEXT), ("n", COUNT), ("balanced accuracy", FRACTION),

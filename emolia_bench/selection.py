@@ -80,8 +80,9 @@ def template_prompts(rows: pd.DataFrame, subset: Subset, dataset_root: Path,
 def build_rows(kept: pd.DataFrame, subset: Subset, dataset_root: Path, template: str | None = None) -> pd.DataFrame:
     """Add ``prompt`` (under ``template``; default upstream's), ``audio_path`` (relative to the dataset root; None when the clip is
     missing), ``item_stem``, ``clip`` (the unit the bootstrap resamples), ``audio_error`` (why a
-    found clip may not be read: not a regular file, or a link leading out of the root) and
-    ``scorable`` (a clip that may be read)."""
+    found clip may not be read: not a regular file, or a link leading out of the root),
+    ``scorable`` (a clip that may be read) and ``sampling_prior`` (+1 where the item was sampled
+    to be present, −1 otherwise)."""
     if Path(dataset_root).exists() and not Path(dataset_root).is_dir():
         raise InputError(dataset_root, "is not a folder; expected --dataset-root to be the folder holding "
                                        f"{subset.name}/ and its clips")
@@ -96,6 +97,7 @@ def build_rows(kept: pd.DataFrame, subset: Subset, dataset_root: Path, template:
     problems = clip_problems(dataset_root, pd.unique(rows["audio_path"].dropna()))
     rows["audio_error"] = rows["audio_path"].map(problems) if len(rows) else pd.Series(dtype=object)
     rows["scorable"] = rows["audio_path"].notna() & rows["audio_error"].isna()
+    rows["sampling_prior"] = (rows[subset.prior_column].isin(subset.prior_positive).to_numpy() * 2 - 1).astype("float64")
     return rows
 
 

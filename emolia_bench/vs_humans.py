@@ -148,12 +148,13 @@ def loo_raters_as_sampled(truth: np.ndarray, human: np.ndarray, pred: np.ndarray
 
 def votes_of_scored(scored: pd.DataFrame, votes: pd.DataFrame, subset) -> tuple[pd.DataFrame, list]:
     """The human votes on the items scored: ``item`` (the row of ``scored``), ``rater`` (codes in
-    name order), ``binary``; and the raters' names."""
+    name order), ``binary``, ``value``; and the raters' names."""
     keys = list(subset.item_key)
     at = pd.MultiIndex.from_frame(scored[keys].reset_index(drop=True)).get_indexer(pd.MultiIndex.from_frame(votes[keys]))
     v = votes[at >= 0]
     rater_codes, rater_names = pd.factorize(v["rater"], sort=True)
-    frame = pd.DataFrame({"item": at[at >= 0], "rater": rater_codes, "binary": v["binary"].astype(np.int64).to_numpy()})
+    frame = pd.DataFrame({"item": at[at >= 0], "rater": rater_codes, "binary": v["binary"].astype(np.int64).to_numpy(),
+                          "value": v["value"].astype(np.float64).to_numpy()})
     return frame, list(rater_names)
 
 

@@ -56,13 +56,15 @@ def test_stages_write_and_embed_their_figures(tmp_path):
     an, bm = tmp_path / "analysis_outputs", tmp_path / "benchmark_outputs"
     expected = [an / "rater_coverage.png", an / "human_ceiling.png", an / "emolia-emo/agreement_by_task_type.png",
                 an / "emolia-dim/agreement_by_dimension.png", bm / "emolia-emo/roc.png", bm / "emolia-dim/threshold.png",
-                bm / "emolia-emo/balanced_accuracy_by_slice.png", bm / "emolia-dim/balanced_accuracy_by_dimension.png"]
+                bm / "emolia-emo/balanced_accuracy_by_slice.png", bm / "emolia-dim/balanced_accuracy_by_dimension.png",
+                bm / "emolia-emo/reliability.png", bm / "emolia-dim/reliability.png"]
     for p in expected:
         png_ok(p)
     report = (an / "report.md").read_text()
     assert "![Rater coverage](rater_coverage.png)" in report and "(emolia-emo/agreement_by_task_type.png)" in report
     assert "(agreement_by_polarity.png)" in (an / "emolia-dim/report.md").read_text()
     assert "![ROC curve](roc.png)" in (bm / "emolia-emo/report.md").read_text()
+    assert "(reliability.png)" in (bm / "emolia-dim/report.md").read_text()
     # two runs draw identical pictures
     first = {p: p.read_bytes() for p in expected}
     assert run_script("analysis.py", cwd=tmp_path, figures=True).returncode == 0

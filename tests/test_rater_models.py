@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from emolia_bench.rater_models import fit_rater_models
+from emolia_bench.resampling import Bootstrap
 
 from .conftest import run_script
 
@@ -22,7 +23,8 @@ def simulated(seed: int, n: int, confusions, prevalence: float = 0.6):
         p_present = np.where(truth == 1, sens, 1 - spec)
         votes = (rng.random(n) < p_present).astype(int)
         rows += [(i, j, int(v)) for i, v in enumerate(votes)]
-    return truth, pd.DataFrame(rows, columns=["item", "rater", "binary"])
+    votes = pd.DataFrame(rows, columns=["item", "rater", "binary"])
+    return truth, votes.assign(value=votes["binary"])
 
 
 def test_dawid_skene_recovers_simulated_confusions_and_beats_the_majority_on_truth():
@@ -31,7 +33,7 @@ def test_dawid_skene_recovers_simulated_confusions_and_beats_the_majority_on_tru
     truth, votes = simulated(1, 4000, confusions)
     sums = votes.groupby("item")["binary"].sum().to_numpy()
     majority, tie = (sums >= 2).astype(int), np.zeros(4000, bool)
-    block, per_item, per_rater = fit_rater_models(votes, ["a", "b", "c"], majority, tie, seed=0)
+    block, per_item, per_rater = fit_rater_models(votes, ["a", "b", "c"], majority, tie, bootstrap=Bootstrap(draws=0, seed=0))
     assert block["dawid_skene"]["converged"]
     for j, (sens, spec) in enumerate(confusions):  # within 0.05 of the simulated channel
         assert per_rater.loc[j, "ds_sensitivity"] == pytest.approx(sens, abs=0.05)

@@ -91,6 +91,17 @@ def oracle_auroc(d):
     return roc_auc_score(d["truth"], d["score"]) if d["truth"].nunique() == 2 else None
 
 
+def oracle_soft_auroc(d):
+    """The vote fraction (``rating``: 0, 0.5, 1) as weights: each row once as a positive weighted q
+    and once as a negative weighted 1 - q."""
+    from sklearn.metrics import roc_auc_score
+
+    q, s = d["rating"].to_numpy(), d["score"].to_numpy()
+    if q.sum() == 0 or (1 - q).sum() == 0:
+        return None
+    return roc_auc_score(np.r_[np.ones(len(q)), np.zeros(len(q))], np.r_[s, s], sample_weight=np.r_[q, 1 - q])
+
+
 def oracle_spearman(d):
     from scipy.stats import spearmanr
 
@@ -118,6 +129,10 @@ def panel_figure(make, name):
 
 def ranking(function, key):
     def ours(d, bootstrap):
+        if key == "soft_auroc":
+            r = auroc_with_intervals(d["rating"].to_numpy(), d["score"].to_numpy(), d["clip"].to_numpy(), np.zeros(len(d)),
+                                     bootstrap=bootstrap)
+            return r["auroc"], r["auroc_ci95"]
         if function is auroc_with_intervals:
             r = function(d["truth"].to_numpy(), d["score"].to_numpy(), d["clip"].to_numpy(), np.zeros(len(d)),
                          bootstrap=bootstrap)
@@ -147,6 +162,8 @@ REGISTRY = [
               oracle_pairwise_accuracy, lambda: panel(np.random.default_rng(0)).query("item % 3 == rater")),
     Statistic("auroc", clip_rows, "clip", ranking(auroc_with_intervals, "auroc"), oracle_auroc,
               lambda: clip_rows(np.random.default_rng(0)).assign(truth=1)),
+    Statistic("soft_auroc", clip_rows, "clip", ranking(auroc_with_intervals, "soft_auroc"), oracle_soft_auroc,
+              lambda: clip_rows(np.random.default_rng(0)).assign(rating=0.0)),
     Statistic("spearman", clip_rows, "clip", ranking(spearman_with_interval, "rho"), oracle_spearman,
               lambda: clip_rows(np.random.default_rng(0)).assign(rating=0.5)),
 ]

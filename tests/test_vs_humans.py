@@ -32,8 +32,8 @@ ITEMS = {"A": ("affirmative", {"a": 1, "b": 1, "c": 1}, 1), "B": ("affirmative",
 def frames(model=None):
     scored = pd.DataFrame([{"file_name": f"{k}.mp3", "queried_emotion": "Awe", "task_type": t,
                             "pred_present": (model or {}).get(k, m), "clip": f"{k}.mp3"} for k, (t, _, m) in ITEMS.items()])
-    votes = pd.DataFrame([{"file_name": f"{k}.mp3", "queried_emotion": "Awe", "task_type": t, "rater": r, "binary": v}
-                          for k, (t, vs, _) in ITEMS.items() for r, v in vs.items()])
+    votes = pd.DataFrame([{"file_name": f"{k}.mp3", "queried_emotion": "Awe", "task_type": t, "rater": r, "binary": v,
+                           "value": v} for k, (t, vs, _) in ITEMS.items() for r, v in vs.items()])
     return scored, votes
 
 

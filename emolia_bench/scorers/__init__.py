@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # numpy is not imported at run time here: the sham server nee
 
 REGISTRY = {
     "sham": ("emolia_bench.scorers.sham", "ShamScorer"),
+    "sampling_prior": ("emolia_bench.scorers.sampling_prior", "SamplingPriorScorer"),
     "endpoint": ("emolia_bench.scorers.endpoint", "EndpointScorer"),
     "clap": ("emolia_bench.scorers.clap", "ClapScorer"),
 }
