@@ -20,7 +20,8 @@ a scorer's 0/1 decisions d, its **agreement with the votes**: per item, the shar
 equal to d, averaged over items (items weigh alike, as in the ceiling). The humans' figure on
 this footing is, per item, the share of its pairs of raters who agree.
 ``headroom_reached`` = (agreement − constant) / (ceiling − constant); undefined when the
-ceiling equals the constant predictor. Intervals resample items (analysis) or clips
+ceiling equals the constant predictor; its ``band`` (:func:`headroom_band`) is the report's
+reading of it. Intervals resample items (analysis) or clips
 (benchmark) with the fitted rater channels held fixed: they carry the items' sampling, not the
 fit's (each channel rests on thousands of votes).
 
@@ -99,9 +100,27 @@ def ceiling_block(posterior: np.ndarray, s_bar: float, c_bar: float, unit: np.nd
            "items": int(len(pi)), "mean_sensitivity": s_bar, "mean_specificity": c_bar,
            "ceiling": figure(0), "votes_own_predictor": figure(1), "constant_predictor": figure(2)}
     for j, name in enumerate(agreements):
-        out[name] = {"agreement_with_votes": figure(3 + 2 * j), "headroom_reached": figure(4 + 2 * j),
+        agree, headroom = figure(3 + 2 * j), figure(4 + 2 * j)
+        out[name] = {"agreement_with_votes": agree, "headroom_reached": headroom,
+                     "band": headroom_band(agree, headroom, out["ceiling"]["value"]),
                      "items": int(np.isfinite(agreements[name]).sum())}
     return out
+
+
+def headroom_band(agree: dict, headroom: dict, ceiling: float | None) -> str:
+    """Where a scorer's agreement with the votes sits between the constant predictor and the
+    ceiling, read off its interval: "at the ceiling" (the agreement's interval reaches the
+    ceiling), "above the constant predictor" (the headroom's interval is above 0), "below the
+    constant predictor" (below 0), else "no better than a constant prediction"; "undefined"
+    without an interval."""
+    a, h = agree.get("ci95"), headroom.get("ci95")
+    if a is None or h is None or ceiling is None:
+        return "undefined"
+    if a[1] >= ceiling:
+        return "at the ceiling"
+    if h[0] > 0:
+        return "above the constant predictor"
+    return "below the constant predictor" if h[1] < 0 else "no better than a constant prediction"
 
 
 def mean_rating_reliability(value: np.ndarray, item: np.ndarray, unit_of_item: np.ndarray, *,

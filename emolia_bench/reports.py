@@ -720,7 +720,8 @@ def noise_ceiling_section(s: dict) -> str:
             ("constant: always the commoner vote", fig(c["constant_predictor"]), "0.000", count(c["items"]))]
     for title, key in (("this model", "model"), ("sampling prior", "sampling_prior"), ("humans (one rater vs another)", "humans")):
         if key in c:
-            rows.append((title, fig(c[key]["agreement_with_votes"]), fig(c[key]["headroom_reached"]), count(c[key]["items"])))
+            rows.append((title, fig(c[key]["agreement_with_votes"]),
+                         f"{fig(c[key]['headroom_reached'])}: {c[key]['band']}", count(c[key]["items"])))
     g = c.get("mean_rating_reliability") or {}
     graded = ""
     if g.get("reliability_of_mean"):

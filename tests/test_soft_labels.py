@@ -183,3 +183,14 @@ def test_a_probability_outside_0_1_in_rater_models_is_bad_input(tmp_path, demo_s
     r = run_script("benchmark.py", "--analysis-root", an, "--output-dir", tmp_path / "out", "--subset", "emolia-emo")
     assert r.returncode == 2 and "rater_models.csv" in r.stderr and "row 3" in r.stderr
     assert "dawid_skene_present_probability" in r.stderr and not (tmp_path / "out").exists()
+
+
+def test_the_headroom_band_reads_the_intervals():
+    from emolia_bench.ceiling import headroom_band
+
+    # ceiling 0.70: an agreement whose interval reaches it is at the ceiling, whatever the headroom
+    assert headroom_band({"ci95": [0.6, 0.71]}, {"ci95": [0.5, 1.1]}, 0.70) == "at the ceiling"
+    assert headroom_band({"ci95": [0.6, 0.65]}, {"ci95": [0.1, 0.5]}, 0.70) == "above the constant predictor"
+    assert headroom_band({"ci95": [0.5, 0.55]}, {"ci95": [-0.4, -0.1]}, 0.70) == "below the constant predictor"
+    assert headroom_band({"ci95": [0.55, 0.6]}, {"ci95": [-0.1, 0.2]}, 0.70) == "no better than a constant prediction"
+    assert headroom_band({"ci95": None}, {"ci95": None}, 0.70) == "undefined"
