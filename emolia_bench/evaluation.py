@@ -321,14 +321,14 @@ def noise_ceiling(scored: pd.DataFrame, votes: pd.DataFrame, subset: Subset, pos
     sampling prior and the humans (pairs of raters) with the headroom each reaches, and the
     reliability of the mean rating; clips resampled. None without the analysis run's Dawid–Skene
     fit."""
-    frame, _ = votes_of_scored(scored, votes, subset)
     n = len(scored)
+    if posterior is None or channels is None or not n:
+        return None
+    frame, _ = votes_of_scored(scored, votes, subset)
     clip = pd.factorize(scored["clip"].astype(str), sort=True)[0]
     item, vote = frame["item"].to_numpy(), frame["binary"].to_numpy()
     agreements = {name: vote_agreement(d, item, vote, n) for name, d in scorer_decisions(scored, subset).items()}
     agreements["humans"] = pairwise_agreement_per_item(frame, n)
-    if posterior is None or channels is None or not n:
-        return None
     out = ceiling_block(posterior, *channels, clip, bootstrap=bootstrap, agreements=agreements)
     out["mean_rating_reliability"] = mean_rating_reliability(frame["value"].to_numpy(np.float64), item, clip,
                                                              bootstrap=bootstrap)

@@ -47,6 +47,7 @@ from scipy.special import expit
 
 from .ranking import auroc_with_intervals
 from .resampling import Bootstrap, percentile_interval
+from .vs_humans import votes_of_scored
 
 BINS = 10
 NEWTON_STEPS = 50
@@ -57,11 +58,10 @@ MAX_LOGIT = 40.0
 def vote_fraction(scored: pd.DataFrame, votes: pd.DataFrame, subset) -> tuple[np.ndarray, np.ndarray]:
     """(share of "present" votes, number of votes) of each row of ``scored`` (NaN share where
     the item has no vote in votes.csv)."""
-    keys = list(subset.item_key)
-    at = pd.MultiIndex.from_frame(scored[keys].reset_index(drop=True)).get_indexer(pd.MultiIndex.from_frame(votes[keys]))
-    keep = at >= 0
-    present = np.bincount(at[keep], weights=votes["binary"].astype(np.float64).to_numpy()[keep], minlength=len(scored))
-    n = np.bincount(at[keep], minlength=len(scored))
+    frame, _ = votes_of_scored(scored, votes, subset)
+    item = frame["item"].to_numpy()
+    present = np.bincount(item, weights=frame["binary"].to_numpy(np.float64), minlength=len(scored))
+    n = np.bincount(item, minlength=len(scored))
     with np.errstate(invalid="ignore", divide="ignore"):
         return present / n, n
 
