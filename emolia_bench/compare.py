@@ -300,7 +300,7 @@ def ranks_by_reference(runs_by_subset: dict[str, list[Run]]) -> pd.DataFrame:
 
     rows = []
     for name, runs in runs_by_subset.items():
-        orders = {}
+        majority = None
         for ref in REFERENCES:
             if ref == "majority":
                 values = [(r.summary.get("auroc_headline") or {}).get("macro_auroc") for r in runs]
@@ -309,13 +309,10 @@ def ranks_by_reference(runs_by_subset: dict[str, list[Run]]) -> pd.DataFrame:
             if all(v is None for v in values):
                 continue  # no run has this reference (an analysis run without rater models, or one class only)
             ranks = rankdata([-np.inf if v is None else -v for v in values])
-            orders[ref] = ranks
-            rows += [{"subset": name, "reference": ref, "run": r.name, "macro_auroc": v, "rank": float(k)}
+            majority = ranks if ref == "majority" else majority  # REFERENCES begins with the majority
+            flip = majority is not None and not np.array_equal(ranks, majority)
+            rows += [{"subset": name, "reference": ref, "run": r.name, "macro_auroc": v, "rank": float(k), "rank_flip": flip}
                      for r, v, k in zip(runs, values, ranks, strict=True)]
-        for row in rows:
-            if row["subset"] == name:
-                row["rank_flip"] = bool("majority" in orders and not np.array_equal(orders[row["reference"]],
-                                                                                   orders["majority"]))
     return pd.DataFrame(rows, columns=["subset", "reference", "run", "macro_auroc", "rank", "rank_flip"])
 
 

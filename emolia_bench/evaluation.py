@@ -188,7 +188,7 @@ def evaluate(subset: Subset, rows: pd.DataFrame, predictions: pd.DataFrame, *, m
     # [ours] what the verdicts compare a balanced accuracy with (None: no reliable human figure)
     s["human_reference"] = {"key": HUMAN_REFERENCE, "balanced_accuracy": human_ba}
     # [ours] the baseline that costs nothing: the sampling prior as a decision, against the majority
-    prior = scored[subset.prior_column].isin(subset.prior_positive).to_numpy().astype(np.int64)
+    prior = subset.prior_present(scored)
     s["sampling_prior_vs_majority"] = {k: v for k, v in binary_metrics(scored["majority_present"].to_numpy(), prior).items()
                                        if k in ("n", "accuracy", "balanced_accuracy")}
     # [ours] threshold-free and cross-validated headlines: nothing here is tuned on the rows it scores

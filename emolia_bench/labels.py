@@ -151,7 +151,7 @@ def item_table(clean: pd.DataFrame, subset: Subset, flags: pd.DataFrame | None =
     items["all_agree_binary"] = several & (bvotes == n_raters)
     if subset.ordinal:
         items["all_agree_ordinal"] = several & (votes == n_raters)
-    intended = items[subset.prior_column].isin(subset.prior_positive).to_numpy().astype(np.int64)
+    intended = subset.prior_present(items)
     if subset.intended_column:
         items[subset.intended_column] = intended
     items[subset.prior_match_column] = bwin == intended

@@ -9,6 +9,7 @@ import pandas as pd
 
 from .agreement import PRESELECT_RATER
 from .compare import ONE_CLASS_SHARE
+from .rater_models import MODELS
 
 LANDIS_KOCH = (
     (None, 0.0, "poor (below chance)"),
@@ -78,6 +79,11 @@ FORMATS = {COUNT: count, FRACTION: fraction, SIGNED: signed, THRESHOLD: threshol
 
 def cell(value, kind: str) -> str:
     return FORMATS[kind](value)
+
+
+def value_ci(f: dict, fmt=fraction) -> str:
+    """A ``{"value", "ci95"}`` figure as ``value [low, high]``."""
+    return f"{fmt(f['value'])} {interval(f['ci95'], fmt)}"
 
 
 def pct(x) -> str:
@@ -338,15 +344,18 @@ def rater_section(a, h: str) -> str:
             + (f" This run excluded: {', '.join(excluded)}." if excluded else "") + "\n\n" + md_table(RATER_COLUMNS, rows))
 
 
+MODEL_TITLES = {"majority": "majority vote", "dawid_skene": "Dawid–Skene", "one_coin_dawid_skene": "one-coin Dawid–Skene",
+                "mace": "MACE"}
+
+
 def rater_model_section(a, h: str) -> str:
     """The latent-class rater models (summary.json["rater_models"], rater_models.csv)."""
     block = a.summary.get("rater_models") or {}
     if not block.get("dawid_skene"):
         return ""
-    titles = {"dawid_skene": "Dawid–Skene", "one_coin_dawid_skene": "one-coin Dawid–Skene", "mace": "MACE"}
-    rows = [(titles[k], text(block[k]["converged"]) if block[k]["converged"] is not None else "not checked",
+    rows = [(MODEL_TITLES[k], text(block[k]["converged"]) if block[k]["converged"] is not None else "not checked",
              block[k]["iterations"], pct(block[k]["present_rate"]), block[k]["labels_differ_from_majority"])
-            for k in titles if block.get(k)]
+            for k in MODELS if block.get(k)]
     raters = [(r["rater"], fraction(r.get("ds_sensitivity")), fraction(r.get("ds_specificity")),
                fraction(r.get("one_coin_skill")), fraction(r.get("mace_competence"))) for r in a.raters.to_dict(orient="records")]
     return (f"\n{h}# Rater models\n\nLatent-class models of the raters, fitted on the votes alone (crowd-kit): each "
@@ -365,10 +374,7 @@ def analysis_ceiling(block: dict) -> str:
     c, g = block.get("noise_ceiling"), block.get("mean_rating_reliability")
     if not c or not c.get("ceiling"):
         return ""
-
-    def fig(f):
-        return f"{fraction(f['value'])} {interval(f['ci95'])}"
-
+    fig = value_ci
     rows = [("ceiling: a scorer that knows each item's class", fig(c["ceiling"])),
             ("the votes' own predictor (from the other votes)", fig(c["votes_own_predictor"])),
             ("constant: always the commoner vote", fig(c["constant_predictor"])),
@@ -640,9 +646,6 @@ def headline_table(s: dict, category: str) -> str:
             + against)
 
 
-MODEL_TITLES = {"majority": "majority vote", "dawid_skene": "Dawid–Skene", "one_coin_dawid_skene": "one-coin Dawid–Skene",
-                "mace": "MACE"}
-
 
 def against_rater_models_table(s: dict, a: dict, cv: dict, o: dict) -> str:
     """The headlines against the majority and against each rater model's label, with a
@@ -691,8 +694,7 @@ def soft_label_section(s: dict) -> str:
              ("expected calibration error vs the vote fraction", "ece_vote_fraction"),
              ("expected calibration error vs the majority", "ece_majority")]
     def fig(f, k):  # calibration errors of a well-fitted map are small: four decimals
-        fmt = threshold if k.startswith("ece") else fraction
-        return f"{fmt(f['value'])} {interval(f['ci95'], fmt)}"
+        return value_ci(f, threshold if k.startswith("ece") else fraction)
 
     rows = [(title, fig(b["model"][k], k), fig(b["sampling_prior"][k], k)) for title, k in names if k in b["model"]]
     return ("## Soft labels and calibration\n\n"
@@ -711,9 +713,7 @@ def noise_ceiling_section(s: dict) -> str:
     c = s.get("noise_ceiling")
     if not c or not c.get("ceiling"):
         return ""
-
-    def fig(f):
-        return f"{fraction(f['value'])} {interval(f['ci95'])}"
+    fig = value_ci
 
     rows = [("ceiling: knows each clip's class", fig(c["ceiling"]), "1.000", count(c["items"])),
             ("the votes' own predictor (the other votes)", fig(c["votes_own_predictor"]), "n/a", count(c["items"])),

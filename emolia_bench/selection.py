@@ -97,7 +97,7 @@ def build_rows(kept: pd.DataFrame, subset: Subset, dataset_root: Path, template:
     problems = clip_problems(dataset_root, pd.unique(rows["audio_path"].dropna()))
     rows["audio_error"] = rows["audio_path"].map(problems) if len(rows) else pd.Series(dtype=object)
     rows["scorable"] = rows["audio_path"].notna() & rows["audio_error"].isna()
-    rows["sampling_prior"] = (rows[subset.prior_column].isin(subset.prior_positive).to_numpy() * 2 - 1).astype("float64")
+    rows["sampling_prior"] = (subset.prior_present(rows) * 2 - 1).astype("float64")
     return rows
 
 

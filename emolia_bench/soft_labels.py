@@ -117,21 +117,22 @@ def jensen_shannon(p: np.ndarray, y: np.ndarray) -> np.ndarray:
     return binary_entropy((p + y) / 2) - (binary_entropy(p) + binary_entropy(y)) / 2
 
 
-def calibration_bins(p: np.ndarray, y: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per resample (rows) and bin (columns): the weight of its rows, their mean p and mean y
-    (NaN in an empty bin). ``p``: resamples × rows; ``y``: rows."""
+def calibration_bins(p: np.ndarray, targets: list[np.ndarray], w: np.ndarray):
+    """Per resample (rows) and bin (columns): the weight of its rows, their mean p and, for each
+    target y, their mean y (NaN in an empty bin). ``p``: resamples × rows; each y: rows."""
     b = np.minimum((p * BINS).astype(np.int64), BINS - 1) + BINS * np.arange(len(p))[:, None]
-    size = (len(p), BINS)
-    weight = np.bincount(b.ravel(), weights=w.ravel(), minlength=len(p) * BINS).reshape(size)
-    sum_p = np.bincount(b.ravel(), weights=(w * p).ravel(), minlength=len(p) * BINS).reshape(size)
-    sum_y = np.bincount(b.ravel(), weights=(w * y).ravel(), minlength=len(p) * BINS).reshape(size)
+    b, size = b.ravel(), (len(p), BINS)
+
+    def sums(v):
+        return np.bincount(b, weights=v.ravel(), minlength=len(p) * BINS).reshape(size)
+
+    weight = sums(w)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return weight, sum_p / weight, sum_y / weight
+        return weight, sums(w * p) / weight, [sums(w * y) / weight for y in targets]
 
 
-def expected_calibration_error(p: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """ECE per resample (module docstring) from p (resamples × rows), y and the weights."""
-    weight, mean_p, mean_y = calibration_bins(p, y, w)
+def expected_calibration_error(weight: np.ndarray, mean_p: np.ndarray, mean_y: np.ndarray) -> np.ndarray:
+    """ECE per resample (module docstring) from the bins of :func:`calibration_bins`."""
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.nansum(weight * np.abs(mean_p - mean_y), axis=1) / weight.sum(axis=1)
 
@@ -148,10 +149,8 @@ def soft_figures(p: np.ndarray, targets: dict[str, np.ndarray], majority: np.nda
     with np.errstate(invalid="ignore", divide="ignore"):
         for y in targets.values():
             cols += [(w * (p - y) ** 2).sum(axis=1) / total, (w * jensen_shannon(p, y)).sum(axis=1) / total]
-        q = targets["vote_fraction"]
-        cols += [expected_calibration_error(p, q, w), expected_calibration_error(p, majority, w)]
-        weight, mean_p, mean_q = calibration_bins(p, q, w)
-        _, _, mean_m = calibration_bins(p, majority, w)
+        weight, mean_p, (mean_q, mean_m) = calibration_bins(p, [targets["vote_fraction"], majority], w)
+        cols += [expected_calibration_error(weight, mean_p, mean_q), expected_calibration_error(weight, mean_p, mean_m)]
     out = np.column_stack([*cols, weight, mean_p, mean_q, mean_m])
     out[undefined] = np.nan
     return out
@@ -186,7 +185,7 @@ def soft_label_block(scored: pd.DataFrame, votes: pd.DataFrame, subset, *, logit
     majority = rows["majority_present"].to_numpy(np.float64)
     clip = pd.factorize(rows["clip"].astype(str), sort=True)[0]
     n_clips = int(clip.max()) + 1
-    prior = np.where(rows[subset.prior_column].isin(subset.prior_positive).to_numpy(), 1.0, -1.0)
+    prior = (subset.prior_present(rows) * 2 - 1).astype(np.float64)
     sims = rows["similarity"].to_numpy(np.float64)
     names = figure_names(targets)
     tables = []

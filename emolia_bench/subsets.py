@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from .defaults import SUBSET_NAMES
@@ -142,6 +143,11 @@ class Subset:
 
     def rating_value(self, label: str) -> int:
         return self.scale.index(label)
+
+    def prior_present(self, frame: pd.DataFrame) -> np.ndarray:
+        """The sampling prior as a 0/1 decision per row: 1 where ``prior_column`` holds a value of
+        ``prior_positive`` (the item was sampled to be present)."""
+        return frame[self.prior_column].isin(self.prior_positive).to_numpy().astype(np.int64)
 
     def prompt(self, items: pd.DataFrame, rubric: dict | None, template: str | None = None) -> pd.Series:
         """Each item's prompt: ``template`` (default: upstream's) with the item's value of

@@ -19,7 +19,7 @@ out-of-fold decisions; undefined unless the scored rows hold both classes.
 Its interval re-runs the whole procedure — threshold choice included — on every clip resample
 (:func:`cv_balanced_accuracy`). Holding the chosen thresholds fixed and resampling only the
 decisions ignores that the choice itself moves the pooled figure, and such an interval covered
-a pure-noise scorer's 0.5 in only 64–92 % of simulated runs; ``bench/bench_cv_coverage.py``
+a pure-noise scorer's 0.5 in only 65–88 % of simulated runs; ``bench/coverage_cv.py``
 measures the coverage of this one. In a resample the folds stay those of the clips (a clip drawn
 twice lands twice in its own fold), and a threshold is chosen among the scores of the rows
 drawn, exactly as on data that held those rows.

@@ -160,7 +160,7 @@ def votes_of_scored(scored: pd.DataFrame, votes: pd.DataFrame, subset) -> tuple[
 
 def scorer_decisions(scored: pd.DataFrame, subset) -> dict[str, np.ndarray]:
     """The decisions scored as a rater's: the model's ``pred_present`` and the sampling prior."""
-    prior = scored[subset.prior_column].isin(subset.prior_positive).to_numpy().astype(np.int64)
+    prior = subset.prior_present(scored)
     return {"model": scored["pred_present"].to_numpy(np.int64), "sampling_prior": prior}
 
 

@@ -60,18 +60,37 @@ def test_the_analysis_writes_rater_models_beside_the_majority(tmp_path):
         assert isinstance(block["dawid_skene"]["converged"], bool)
 
 
-def test_the_benchmark_headlines_against_dawid_skene_equal_scikit_learn(demo_scored):
+@pytest.mark.parametrize("model", ["dawid_skene", "mace"])
+def test_the_benchmark_headlines_against_a_rater_model_equal_scikit_learn(demo_scored, model):
     from sklearn.metrics import balanced_accuracy_score, roc_auc_score
 
-    s = json.loads((demo_scored / "sham/emolia-emo/summary.json").read_text())["against_rater_models"]["dawid_skene"]
+    s = json.loads((demo_scored / "sham/emolia-emo/summary.json").read_text())["against_rater_models"][model]
     pred = pd.read_csv(demo_scored / "sham/emolia-emo/predictions.csv")
     models = pd.read_csv(demo_scored / "an/emolia-emo/rater_models.csv")
     key = ["file_name", "queried_emotion", "task_type"]
     m = pred[pred["ok"]].merge(models, on=key)
-    truth = m["dawid_skene_label"].to_numpy()
+    truth = m[f"{model}_label"].to_numpy()
+    assert truth.min() != truth.max() and not s["one_class"]  # both classes on the demo: the figures are defined
     assert s["rows"] == len(m) and s["labels_differ_from_majority"] == int((truth != m["majority_present"]).sum())
     assert s["balanced_accuracy"] == pytest.approx(balanced_accuracy_score(truth, m["pred_present"]), abs=1e-12)
     assert s["auroc"] == pytest.approx(roc_auc_score(truth, m["similarity"]), abs=1e-12)
     per = [roc_auc_score(truth[g], m["similarity"].to_numpy()[g]) for g in m.groupby("queried_emotion").indices.values()
            if truth[g].min() != truth[g].max()]
     assert s["macro_auroc"] == pytest.approx(np.mean(per), abs=1e-12)
+
+
+def test_a_reference_with_one_class_is_said_and_has_no_figures(tmp_path, demo_scored):
+    import shutil
+
+    an = tmp_path / "an"
+    shutil.copytree(demo_scored / "an", an)
+    path = an / "emolia-emo/rater_models.csv"
+    models = pd.read_csv(path)
+    models["mace_label"] = 1  # as one-coin Dawid-Skene labels every real emo item present
+    models.to_csv(path, index=False)
+    r = run_script("benchmark.py", "--analysis-root", an, "--output-dir", tmp_path / "out", "--subset", "emolia-emo")
+    assert r.returncode == 0, r.stderr
+    s = json.loads((tmp_path / "out/emolia-emo/summary.json").read_text())["against_rater_models"]["mace"]
+    assert s["one_class"] and s["macro_auroc"] is None and s["cv_balanced_accuracy_per_prompt"] is None
+    assert s["balanced_accuracy_ci95"] is None
+    assert "one class only: no reference" in (tmp_path / "out/emolia-emo/report.md").read_text()
