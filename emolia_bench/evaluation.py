@@ -10,7 +10,7 @@ import pandas as pd
 
 from .alt_test import EPSILON as ALT_EPSILON
 from .alt_test import alt_test_with_control
-from .ceiling import ceiling_block, mean_rating_reliability, vote_agreement
+from .ceiling import ceiling_block, dawid_skene_refit, mean_rating_reliability, vote_agreement
 from .defaults import BOOTSTRAP_SEED, MIN_ITEMS
 from .metrics import (
     MIN_CLASS_ROWS,
@@ -108,14 +108,14 @@ def evaluate(subset: Subset, rows: pd.DataFrame, predictions: pd.DataFrame, *, m
              human_reliable: dict | None = None,
              cv_folds: int = 5, cv_seed: int = BOOTSTRAP_SEED, scorer_info: dict | None = None,
              alt_epsilon: float = ALT_EPSILON, rater_models: pd.DataFrame | None = None,
-             rater_channels: tuple[float, float] | None = None, similarity_is_logit: bool = False,
+             rater_channels: tuple[float, float, int] | None = None, similarity_is_logit: bool = False,
              templates: list[str] | None = None, progress=None) -> BenchmarkResult:
     """Metrics, tables and summary.json of one subset's run; ``progress.update(1)`` after each of
     its :data:`EVALUATION_STEPS` interval families (the slice tables, AUROC, the cross-validated
     thresholds, the model against the humans, the graded labels, the soft labels and the noise
     ceiling). ``rater_models``: rater_models.csv (labels and posteriors), ``rater_channels``: the
-    raters' mean Dawid–Skene sensitivity and specificity (both from the analysis run; None: the
-    figures that need them are left out); ``similarity_is_logit``: the similarity is a logit
+    raters' mean Dawid–Skene sensitivity and specificity and the rounds of the fit (both from the
+    analysis run; None: the figures that need them are left out); ``similarity_is_logit``: the similarity is a logit
     (``--similarity logit``), so σ(similarity) is the model's probability (:mod:`soft_labels`).
     ``templates`` (when more than one):
     the prompt templates whose similarities are ``similarity_template_<k>`` of ``predictions``;
@@ -226,7 +226,7 @@ def evaluate(subset: Subset, rows: pd.DataFrame, predictions: pd.DataFrame, *, m
                                                          bootstrap=bootstrap, ds_posterior=posterior)
         if len(calibration):
             tables["calibration.csv"] = calibration
-        s["noise_ceiling"] = noise_ceiling(scored, votes, subset, posterior, rater_channels, bootstrap=bootstrap)
+        s["noise_ceiling"] = noise_ceiling(scored, votes, subset, rater_channels, bootstrap=bootstrap)
         step(1)
     else:
         step(3)
@@ -314,22 +314,25 @@ def against_rater_models(scored: pd.DataFrame, rater_models: pd.DataFrame, subse
     return out
 
 
-def noise_ceiling(scored: pd.DataFrame, votes: pd.DataFrame, subset: Subset, posterior, channels, *,
+def noise_ceiling(scored: pd.DataFrame, votes: pd.DataFrame, subset: Subset, fit: tuple[float, float, int] | None, *,
                   bootstrap: Bootstrap) -> dict | None:
     """``summary.json["noise_ceiling"]`` on the scored items (:mod:`ceiling`): the ceiling, the
     votes' own and the constant predictor, the agreement with the votes of the model, the
     sampling prior and the humans (pairs of raters) with the headroom each reaches, and the
-    reliability of the mean rating; clips resampled. None without the analysis run's Dawid–Skene
+    reliability of the mean rating; clips resampled. Dawid–Skene is fitted on the scored items'
+    votes as the analysis run fitted it (``fit``: its mean channels and rounds, as
+    :func:`io.load_rater_channels` reads them), and again in every resample. None without that
     fit."""
     n = len(scored)
-    if posterior is None or channels is None or not n:
+    if fit is None or not n:
         return None
-    frame, _ = votes_of_scored(scored, votes, subset)
+    frame, names = votes_of_scored(scored, votes, subset)
     clip = pd.factorize(scored["clip"].astype(str), sort=True)[0]
     item, vote = frame["item"].to_numpy(), frame["binary"].to_numpy()
     agreements = {name: vote_agreement(d, item, vote, n) for name, d in scorer_decisions(scored, subset).items()}
     agreements["humans"] = pairwise_agreement_per_item(frame, n)
-    out = ceiling_block(posterior, *channels, clip, bootstrap=bootstrap, agreements=agreements)
+    refit = dawid_skene_refit(item, frame["rater"].to_numpy(), vote, n, len(names), fit[2])
+    out = ceiling_block(refit, clip, bootstrap=bootstrap, channels=fit[:2], agreements=agreements)
     out["mean_rating_reliability"] = mean_rating_reliability(frame["value"].to_numpy(np.float64), item, clip,
                                                              bootstrap=bootstrap)
     return out

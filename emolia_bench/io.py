@@ -368,10 +368,11 @@ def load_rater_model_labels(path: Path, subset: Subset) -> pd.DataFrame | None:
     return out
 
 
-def load_rater_channels(path: Path) -> tuple[float, float] | None:
+def load_rater_channels(path: Path) -> tuple[float, float, int] | None:
     """The raters' mean Dawid–Skene sensitivity and specificity (``rater_models.noise_ceiling``
-    of analysis.py's summary.json), for the noise ceiling; None when the file or the figures are
-    absent; a value that is not a number in [0, 1] is bad input."""
+    of analysis.py's summary.json) and the rounds the fit took (``rater_models.dawid_skene.
+    iterations``), for the noise ceiling; None when the file or the figures are absent; a value
+    that is not a number in [0, 1], or rounds that are not a positive integer, are bad input."""
     path = Path(path)
     if not path.exists():
         return None
@@ -386,7 +387,11 @@ def load_rater_channels(path: Path) -> tuple[float, float] | None:
             raise InputError(path, f"rater_models.noise_ceiling.{key} holds {value!r}; expected a number in [0, 1]",
                              column=f"rater_models.noise_ceiling.{key}")
         out.append(float(value))
-    return out[0], out[1]
+    rounds = (block.get("dawid_skene") or {}).get("iterations")
+    if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
+        raise InputError(path, f"rater_models.dawid_skene.iterations holds {rounds!r}; expected a positive integer",
+                         column="rater_models.dawid_skene.iterations")
+    return out[0], out[1], rounds
 
 
 def load_analysis_summary(path: Path) -> tuple[dict, int, dict]:

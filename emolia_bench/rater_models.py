@@ -28,7 +28,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from .ceiling import ceiling_block, channel_means, mean_rating_reliability
+from .ceiling import ceiling_block, channel_means, dawid_skene_refit, mean_rating_reliability
 from .resampling import Bootstrap
 
 N_ITER = 100
@@ -95,8 +95,9 @@ def fit_rater_models(votes: pd.DataFrame, rater_names: list, majority: np.ndarra
                                  per_rater["ds_specificity"].to_numpy(np.float64),
                                  np.bincount(votes["rater"].to_numpy(), minlength=len(rater_names)))
     items = np.arange(n_items)
-    block["noise_ceiling"] = ceiling_block(per_item["dawid_skene_present_probability"].to_numpy(), s_bar, c_bar, items,
-                                           bootstrap=bootstrap,
+    refit = dawid_skene_refit(votes["item"].to_numpy(), votes["rater"].to_numpy(), votes["binary"].to_numpy(), n_items,
+                              len(rater_names), block["dawid_skene"]["iterations"])
+    block["noise_ceiling"] = ceiling_block(refit, items, bootstrap=bootstrap, channels=(s_bar, c_bar),
                                            agreements={"humans": pairwise_agreement_per_item(votes, n_items)})
     block["mean_rating_reliability"] = mean_rating_reliability(votes["value"].to_numpy(np.float64),
                                                                votes["item"].to_numpy(), items, bootstrap=bootstrap)

@@ -735,7 +735,7 @@ def noise_ceiling_section(s: dict) -> str:
             f"(raters' mean sensitivity {fraction(c['mean_sensitivity'])}, specificity {fraction(c['mean_specificity'])}, "
             "from the Dawid–Skene fit). Headroom reached = (agreement − constant) / (ceiling − constant): 0 is the "
             "constant prediction, 1 the ceiling, below 0 worse than always giving the commoner vote. Intervals: clip "
-            "bootstrap with the rater channels held fixed.\n\n"
+            "bootstrap, the Dawid–Skene fit re-run in every resample.\n\n"
             + md_table([("predictor", TEXT), ("agreement with a new vote", TEXT), ("headroom reached", TEXT), ("items", TEXT)],
                        rows) + graded)
 

@@ -215,7 +215,8 @@ def soft_label_block(scored: pd.DataFrame, votes: pd.DataFrame, subset, *, logit
             q_ci = percentile_interval(draws[:, base + 2 * BINS + b]) if len(draws) else None
             m_ci = percentile_interval(draws[:, base + 3 * BINS + b]) if len(draws) else None
             tables.append({"scorer": scorer, "bin": b, "bin_low": b / BINS, "bin_high": (b + 1) / BINS,
-                           "rows": int(cells["rows"]),
+                           # no map where no other fold has rows (a run of one clip): the figures are undefined
+                           "rows": int(cells["rows"]) if np.isfinite(cells["rows"]) else None,
                            **{k: (float(v) if np.isfinite(v) else None) for k, v in cells.items() if k != "rows"},
                            "vote_fraction_ci_low": q_ci[0] if q_ci else None, "vote_fraction_ci_high": q_ci[1] if q_ci else None,
                            "majority_ci_low": m_ci[0] if m_ci else None, "majority_ci_high": m_ci[1] if m_ci else None})

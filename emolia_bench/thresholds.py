@@ -51,6 +51,9 @@ class Candidates:
 
     def __init__(self, truth: np.ndarray, scores: np.ndarray, codes: np.ndarray, n_groups: int):
         self.order = np.lexsort((scores, codes))
+        self.n_groups = n_groups
+        if len(self.order) == 0:  # no training rows (a run of fewer clips than folds): no candidate
+            return
         s, g = scores[self.order], codes[self.order]
         self.truth = truth[self.order]
         new_group = np.r_[True, g[1:] != g[:-1]]
@@ -58,7 +61,6 @@ class Candidates:
         self.score = s[self.segments]
         self.group_start = np.flatnonzero(new_group[self.segments])  # first segment of each group present
         self.group = g[self.segments][self.group_start]
-        self.n_groups = n_groups
 
     def best(self, weights: np.ndarray) -> np.ndarray:
         """Per resample (rows of ``weights``: how often each training row was drawn) and group,

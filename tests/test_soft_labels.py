@@ -102,7 +102,12 @@ def test_noise_ceiling_by_hand():
     item, vote = np.array([0, 0, 0, 1, 2, 2]), np.array([1, 1, 0, 0, 1, 0])
     agree = vote_agreement(np.array([1, 0, 1]), item, vote, 3)  # 2/3, 1, 1/2
     assert agree == pytest.approx([2 / 3, 1, 0.5])
-    c = ceiling_block(np.array([1.0, 0.0, 0.5]), 0.8, 0.6, np.arange(3), bootstrap=NONE, agreements={"model": agree})
+    pi = np.array([1.0, 0.0, 0.5])
+
+    def fixed_fit(w):  # a fit that returns these posteriors and channels whatever the weights
+        return np.broadcast_to(pi, w.shape), np.full(len(w), 0.8), np.full(len(w), 0.6)
+
+    c = ceiling_block(fixed_fit, np.arange(3), bootstrap=NONE, channels=(0.8, 0.6), agreements={"model": agree})
     assert c["ceiling"]["value"] == pytest.approx(0.7)
     assert c["votes_own_predictor"]["value"] == pytest.approx(2 / 3)
     assert c["constant_predictor"]["value"] == pytest.approx(0.6)
@@ -113,6 +118,54 @@ def test_noise_ceiling_by_hand():
     frame = pd.DataFrame({"item": item, "binary": vote})
     h = pairwise_agreement_per_item(frame, 3)
     assert h[0] == pytest.approx(1 / 3) and np.isnan(h[1]) and h[2] == 0
+
+
+def crowd_kit_fit(item, rater, vote):
+    """crowd-kit's Dawid-Skene: (posterior of present per task, rounds, sensitivity, specificity per worker)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from crowdkit.aggregation import DawidSkene
+
+        m = DawidSkene(n_iter=100).fit(pd.DataFrame({"task": item, "worker": rater, "label": vote}))
+    e = m.errors_
+    return (m.probas_[1].sort_index().to_numpy(), len(m.loss_history_),
+            np.array([e.loc[(w, 1), 1] for w in range(3)]), np.array([e.loc[(w, 0), 0] for w in range(3)]))
+
+
+def test_the_dawid_skene_refit_is_crowd_kits_fit_on_every_resample():
+    from emolia_bench.ceiling import dawid_skene_refit
+
+    rng = np.random.default_rng(3)
+    n = 300
+    truth = rng.random(n) < 0.6
+    item, rater = np.repeat(np.arange(n), 3), np.tile(np.arange(3), n)
+    channels = np.array([(0.63, 0.88), (0.78, 0.67), (0.78, 0.37)])  # the real emo export's
+    vote = (rng.random(3 * n) < np.where(truth[item], channels[rater, 0], 1 - channels[rater, 1])).astype(int)
+    post, rounds, sens, spec = crowd_kit_fit(item, rater, vote)
+    fit = dawid_skene_refit(item, rater, vote, n, 3, rounds)
+    pi, s_bar, c_bar = fit(np.ones((1, n)))
+    assert pi[0] == pytest.approx(post, abs=1e-10)
+    assert s_bar[0] == pytest.approx(sens.mean(), abs=1e-10) and c_bar[0] == pytest.approx(spec.mean(), abs=1e-10)
+    # a resample: each item drawn w times is crowd-kit's fit on the resample written out, item by item
+    w = rng.multinomial(n, np.full(n, 1 / n)).astype(float)
+    copies = np.repeat(np.arange(n), w.astype(int))
+    rows = np.concatenate([np.flatnonzero(item == i) for i in copies])
+    new_item = np.repeat(np.arange(len(copies)), 3)
+    # the same number of rounds as on the data (the fit in every resample repeats the data's procedure)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from crowdkit.aggregation import DawidSkene
+
+        m = DawidSkene(n_iter=rounds, tol=-np.inf).fit(pd.DataFrame({"task": new_item, "worker": rater[rows], "label": vote[rows]}))
+    e = m.errors_
+    pi_r, s_r, c_r = fit(w[None, :])
+    assert pi_r[0][copies] == pytest.approx(m.probas_[1].sort_index().to_numpy(), abs=1e-10)
+    assert s_r[0] == pytest.approx(np.mean([e.loc[(k, 1), 1] for k in range(3)]), abs=1e-10)
+    assert c_r[0] == pytest.approx(np.mean([e.loc[(k, 0), 0] for k in range(3)]), abs=1e-10)
 
 
 def test_mean_rating_reliability_by_hand():
@@ -194,3 +247,15 @@ def test_the_headroom_band_reads_the_intervals():
     assert headroom_band({"ci95": [0.5, 0.55]}, {"ci95": [-0.4, -0.1]}, 0.70) == "below the constant predictor"
     assert headroom_band({"ci95": [0.55, 0.6]}, {"ci95": [-0.1, 0.2]}, 0.70) == "no better than a constant prediction"
     assert headroom_band({"ci95": None}, {"ci95": None}, 0.70) == "undefined"
+
+
+def test_a_run_of_one_clip_gives_undefined_figures_not_a_crash(tmp_path, demo_scored):
+    # one clip: four of the five folds are empty, so no threshold or Platt map can be fitted for
+    # the fold that holds it (this crashed in the threshold search before)
+    r = run_script("benchmark.py", "--analysis-root", demo_scored / "an", "--output-dir", tmp_path / "one",
+                   "--subset", "emolia-emo", "--limit", "1")
+    assert r.returncode == 0, r.stderr
+    s = json.loads((tmp_path / "one/emolia-emo/summary.json").read_text())
+    assert s["rows_evaluated_ok"] == 1
+    assert s["thresholds_cv"]["per_prompt"]["balanced_accuracy"] is None
+    assert s["soft_labels"]["sampling_prior"]["brier_vote_fraction"] == {"value": None, "ci95": None}
