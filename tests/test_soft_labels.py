@@ -259,3 +259,17 @@ def test_a_run_of_one_clip_gives_undefined_figures_not_a_crash(tmp_path, demo_sc
     assert s["rows_evaluated_ok"] == 1
     assert s["thresholds_cv"]["per_prompt"]["balanced_accuracy"] is None
     assert s["soft_labels"]["sampling_prior"]["brier_vote_fraction"] == {"value": None, "ci95": None}
+
+
+def test_a_malformed_dawid_skene_fit_in_summary_json_is_bad_input(tmp_path, demo_scored):
+    import shutil
+
+    an = tmp_path / "an"
+    shutil.copytree(demo_scored / "an", an)
+    path = an / "emolia-emo/summary.json"
+    s = json.loads(path.read_text())
+    s["rater_models"]["dawid_skene"]["iterations"] = "five"
+    path.write_text(json.dumps(s))
+    r = run_script("benchmark.py", "--analysis-root", an, "--output-dir", tmp_path / "out", "--subset", "emolia-emo")
+    assert r.returncode == 2 and "summary.json" in r.stderr and "rater_models.dawid_skene.iterations" in r.stderr
+    assert not (tmp_path / "out").exists()
