@@ -33,9 +33,12 @@ import time
 STARTED = time.perf_counter()  # noqa: E402 - before the imports, for --timings
 
 import argparse  # noqa: E402
+import os  # noqa: E402
+import re  # noqa: E402
 import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 
+from emolia_bench.audio_loader import default_decode_workers  # noqa: E402
 from emolia_bench.cli import EXIT_PARTIAL, ArgumentParser, Phases, run  # noqa: E402
 from emolia_bench.defaults import (  # noqa: E402
     ALT_EPSILON,
@@ -48,6 +51,7 @@ from emolia_bench.defaults import (  # noqa: E402
 )
 from emolia_bench.defaults import BOOTSTRAP_DRAWS as METRIC_DRAWS  # noqa: E402
 from emolia_bench.defaults import BOOTSTRAP_SEED as METRIC_SEED  # noqa: E402
+from emolia_bench.distributed import Ranks, rank_device  # noqa: E402
 from emolia_bench.presets import PRESETS, add_loading_options  # noqa: E402
 
 
@@ -99,7 +103,12 @@ def arguments() -> argparse.ArgumentParser:
                         "code (--trust-remote-code) or a sentence-transformers audio-text model; with --model, a local copy "
                         "that stands in for the preset's hub id")
     add_loading_options(c, "--clap-backend")  # --clap-backend, --trust-remote-code, --similarity (as clap_server.py)
-    c.add_argument("--clap-device", default="auto", choices=["auto", "cpu", "cuda"], help="auto = cuda when available")
+    c.add_argument("--clap-device", default="auto",
+                   help="auto (default: cuda when available), cpu, cuda or cuda:N; under torchrun, auto and cuda mean "
+                        "each process's own GPU (cuda:LOCAL_RANK)")
+    c.add_argument("--clap-decode-workers", type=int, metavar="N",
+                   help="processes that read, decode and resample clips while the model runs (default: the cores this "
+                        "process may use, shared among the ranks on the node, at most 8; 0 = in the main process)")
     c.add_argument("--clap-dtype", default="float32", choices=["float32", "float16", "bfloat16"])
     c.add_argument("--clap-audio-batch-size", type=int, default=8, help="clips per forward pass (default: 8)")
     c.add_argument("--clap-text-batch-size", type=int, default=64, help="prompts per forward pass (default: 64)")
@@ -145,6 +154,14 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--clap-max-seconds must be a positive number of seconds")
     if args.clap_audio_batch_size < 1 or args.clap_text_batch_size < 1:
         p.error("--clap-audio-batch-size and --clap-text-batch-size must be at least 1")
+    if not re.fullmatch(r"auto|cpu|cuda(:\d+)?", args.clap_device):
+        p.error(f"--clap-device {args.clap_device!r}: expected auto, cpu, cuda or cuda:N")
+    if args.clap_decode_workers is not None and args.clap_decode_workers < 0:
+        p.error("--clap-decode-workers must be >= 0")
+    try:  # torchrun's processes: one rank of one under plain python
+        ranks = Ranks.from_environment(os.environ)
+    except ValueError as e:
+        p.error(str(e))
 
     from tqdm import tqdm
 
@@ -179,15 +196,21 @@ def main(argv: list[str] | None = None) -> int:
         p.error("choose one scorer: --endpoint, an in-process model (--model / --clap-model) or --sampling-prior")
     if args.similarity != "cosine" and not in_process:
         p.error("--similarity applies to an in-process model; an endpoint returns its own (clap_server.py --similarity)")
+    if ranks.world > 1 and not in_process:
+        p.error("torchrun shares an in-process model's clips among its processes: give --model or --clap-model "
+                "(an endpoint or the sham scorer runs as one process)")
     if in_process:
         choice = resolve_model(args.model, args.clap_model, args.clap_backend, args.clap_max_seconds, args.trust_remote_code)
         if choice.note:
             print(choice.note, file=sys.stderr)
-        scorer = get_scorer("clap", model=choice.model, device=args.clap_device, dtype=args.clap_dtype,
+        workers = args.clap_decode_workers
+        scorer = get_scorer("clap", model=choice.model, device=rank_device(args.clap_device, ranks), dtype=args.clap_dtype,
                             audio_batch_size=args.clap_audio_batch_size, text_batch_size=args.clap_text_batch_size,
                             max_seconds=choice.max_seconds, cache_dir=args.cache_dir, fresh=args.fresh,
                             backend=choice.backend, similarity=args.similarity, trust_remote_code=choice.trust_remote_code,
-                            flag="--model" if args.model is not None else "--clap-model")
+                            flag="--model" if args.model is not None else "--clap-model", attention=args.attention,
+                            decode_workers=default_decode_workers(ranks.local_world) if workers is None else workers,
+                            ranks=ranks)
     elif args.endpoint:
         scorer = get_scorer("endpoint", endpoints=args.endpoint, timeout=args.timeout, workers=args.workers,
                             max_retries=args.max_retries, give_up_after=args.give_up_after,
@@ -216,14 +239,25 @@ def main(argv: list[str] | None = None) -> int:
             rows = build_rows(kept, subset, args.dataset_root, (templates[subset.name] or [None])[0])
             plans.append((subset, rows, stats, votes, (rater_models, channels), human, min_items, human_reliable))
 
+    scored = []
+    ranks.start()  # torchrun: every rank scores its share of each subset's clips; rank 0 evaluates and writes
+    try:
+        for subset, rows, *_ in plans:
+            with phases("score"):
+                with_audio = rows[rows["scorable"]]
+                prompts = template_prompts(with_audio, subset, args.dataset_root, templates[subset.name])
+                with progress_bar(scorer, len(with_audio) * len(prompts), f"{subset.name} ({scorer.mode})",
+                                  show=ranks.is_main) as bar:
+                    scored.append(score_templates(scorer, with_audio, prompts, args.dataset_root, bar))
+    finally:
+        ranks.stop()
+    if not ranks.is_main:
+        return 0
+
     bootstrap = Bootstrap(draws=args.bootstrap_draws, seed=args.seed, threads=default_threads())
     results, failed = [], 0
-    for subset, rows, stats, votes, (rater_models, channels), human, min_items, human_reliable in plans:
-        with phases("score"):
-            with_audio = rows[rows["scorable"]]
-            prompts = template_prompts(with_audio, subset, args.dataset_root, templates[subset.name])
-            with progress_bar(scorer, len(with_audio) * len(prompts), f"{subset.name} ({scorer.mode})") as bar:
-                result, per_template = score_templates(scorer, with_audio, prompts, args.dataset_root, bar)
+    for (subset, rows, stats, votes, (rater_models, channels), human, min_items, human_reliable), (result, per_template) \
+            in zip(plans, scored, strict=True):
         with phases("evaluate"), tqdm(total=EVALUATION_STEPS, desc=f"{subset.name} (intervals)", unit="step",
                                        file=sys.stderr, mininterval=0.5) as bar:
             predictions = predictions_frame(rows, result, subset, args.threshold, args.dataset_root, per_template)

@@ -64,7 +64,8 @@ def main(argv: list[str] | None = None) -> int:
         print(choice.note, file=sys.stderr)
     try:
         embedder = load_embedder(choice.model, choice.backend, args.device, args.dtype, choice.max_seconds,
-                                 choice.trust_remote_code, flag="--checkpoint" if args.checkpoint else "--model")
+                                 choice.trust_remote_code, flag="--checkpoint" if args.checkpoint else "--model",
+                                 attention=args.attention)
         app = build_app(embedder, args.dataset_root, args.max_batch, args.max_wait_ms, args.max_body_mb, args.similarity,
                         args.receive_timeout)
     except InputError as e:

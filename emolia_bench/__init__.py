@@ -21,7 +21,10 @@ two servers); the logic lives here, as plain functions over DataFrames, one modu
 - ``selection``     which labelled items a benchmark run scores, their prompts, clips and clip ids
 - ``scorers``       the model backends: the Scorer interface, a registry, sham / endpoint / clap
                     (transformers, sentence-transformers and remote-code checkpoints)
-- ``cache``         the on-disk response and embedding caches (append-only JSONL)
+- ``cache``         the endpoint's on-disk response cache (append-only JSONL) and the store lock
+- ``vector_store``  the embedding cache: binary per-rank shards, memory-mapped, torn tails ignored
+- ``audio_loader``  clips decoded in worker processes (torch's DataLoader) while the model runs
+- ``distributed``   torchrun's ranks: who embeds which clips, and the few collectives between them
 - ``evaluation``    scored rows -> predictions, metric tables and the benchmark summary.json
 - ``vs_humans``     the model as one more rater, scored on the humans' own targets; graded labels
 - ``alt_test``      may the model replace a rater? the alternative annotator test, with a chance control

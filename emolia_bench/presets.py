@@ -79,6 +79,9 @@ def add_loading_options(group, backend_flag: str) -> None:
     group.add_argument("--trust-remote-code", action="store_true",
                        help="allow a checkpoint's own modelling code to run on this machine (remote-code checkpoints need "
                             "it; presets imply it)")
+    group.add_argument("--attention", default="auto", choices=["auto", "eager", "sdpa"],
+                       help="the model's attention: auto (default) = transformers' choice for the checkpoint; sdpa = "
+                            "PyTorch's scaled-dot-product attention, where the checkpoint has it (else refused); eager")
     group.add_argument("--similarity", default="cosine", choices=["cosine", "logit"],
                        help="cosine (default, as upstream) or logit = the model's learned scale*cos + bias (SigLIP-trained "
                             "models: then threshold 0 is p = 0.5)")

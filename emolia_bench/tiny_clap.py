@@ -47,10 +47,12 @@ def tiny_tokenizer(out_dir: Path):
     return tokenizer
 
 
-def build_tiny_voiceclap(out_dir: Path, *, seed: int = 0) -> Path:
+def build_tiny_voiceclap(out_dir: Path, *, seed: int = 0, attention_heads: int = 0, seconds_per_batch: float = 0.0,
+                         max_audio_seconds: float = 2.0) -> Path:
     """Write the tiny remote-code model of :mod:`tiny_voiceclap` and its tokenizer to ``out_dir``:
     ``config.json`` carries an ``auto_map`` and the folder holds ``tiny_voiceclap.py``, so only
-    ``trust_remote_code`` loads it. Deterministic for a given seed."""
+    ``trust_remote_code`` loads it. Deterministic for a given seed. ``attention_heads`` and
+    ``seconds_per_batch``: see :mod:`tiny_voiceclap` (0: off)."""
     import torch
 
     from .tiny_voiceclap import TinyVoiceClapConfig, TinyVoiceClapModel
@@ -60,7 +62,9 @@ def build_tiny_voiceclap(out_dir: Path, *, seed: int = 0) -> Path:
     TinyVoiceClapConfig.register_for_auto_class()
     TinyVoiceClapModel.register_for_auto_class("AutoModel")
     torch.manual_seed(seed)
-    model = TinyVoiceClapModel(TinyVoiceClapConfig(vocab_size=len(tokenizer), sampling_rate=SAMPLING_RATE)).eval()
+    model = TinyVoiceClapModel(TinyVoiceClapConfig(vocab_size=len(tokenizer), sampling_rate=SAMPLING_RATE,
+                                                   attention_heads=attention_heads, seconds_per_batch=seconds_per_batch,
+                                                   max_audio_seconds=max_audio_seconds)).eval()
     model.save_pretrained(out_dir)
     tokenizer.save_pretrained(out_dir)
     return out_dir

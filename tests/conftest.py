@@ -81,6 +81,16 @@ def run_script(script: str, *args, cwd: Path | None = None, timeout: float = 120
     return subprocess.CompletedProcess([sys.executable, script, *args], code, out.getvalue(), err.getvalue())
 
 
+def demo_clips_with_one_broken(rels, broken: str, root: Path) -> Path:
+    """A copy of the demo clips ``rels`` under ``root``, with ``broken`` replaced by bytes that are
+    not audio."""
+    for rel in rels:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes((REPO / "dataset" / rel).read_bytes())
+    (root / broken).write_bytes(b"this is not audio")
+    return root
+
+
 def needs(path: Path):
     return pytest.mark.skipif(not path.exists(), reason=f"{path} not present")
 

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from .conftest import REPO, run_script
+from .conftest import REPO, demo_clips_with_one_broken, run_script
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -101,12 +101,8 @@ def test_each_clip_and_prompt_is_embedded_once_and_the_cache_is_reused(tiny, row
 
 
 def test_an_undecodable_clip_is_an_error_row_not_a_crash(tiny, rows, tmp_path):
-    data = tmp_path / "data"
-    for rel in rows["audio_path"].unique():
-        (data / rel).parent.mkdir(parents=True, exist_ok=True)
-        (data / rel).write_bytes((DATASET / rel).read_bytes())
     broken = rows["audio_path"][0]
-    (data / broken).write_bytes(b"this is not audio")
+    data = demo_clips_with_one_broken(rows["audio_path"].unique(), broken, tmp_path / "data")
     scorer = ClapScorer(str(tiny["hf"]), device="cpu", cache_dir=tmp_path / "c")
     result = scorer.score(rows, data)
     bad = (rows["audio_path"] == broken).to_numpy()

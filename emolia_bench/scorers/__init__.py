@@ -66,10 +66,10 @@ def get_scorer(name: str, **options) -> Scorer:
     return getattr(importlib.import_module(module), cls)(**options)
 
 
-def progress_bar(scorer: Scorer, total: int, desc: str):
+def progress_bar(scorer: Scorer, total: int, desc: str, show: bool = True):
     """A tqdm bar (rows, rate; scorers add the error count) for a scorer that takes a while; for
-    an instant one, no bar (it would only flash)."""
-    if not scorer.shows_progress:
+    an instant one, or where ``show`` is False (torchrun's other ranks), no bar (it would only flash)."""
+    if not (show and scorer.shows_progress):
         return contextlib.nullcontext()
     from tqdm import tqdm
 

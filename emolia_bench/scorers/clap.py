@@ -35,14 +35,16 @@ machine; all are imported only when this scorer is chosen.
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import io
 import math
 import os
+import time
+from collections import Counter
 from fractions import Fraction
 from pathlib import Path
 
+from ..distributed import Ranks
 from ..paths import ClipRefused, read_clip
 from . import Scorer, ScoreResult
 
@@ -169,6 +171,32 @@ def decode_audio(data: bytes, target_rate: int, max_seconds: float):
     return wav
 
 
+class AudioPrep:
+    """What a decode worker does to one clip, picklable (it travels to worker processes): decode,
+    resample and crop (:func:`decode_audio`), then the model's inputs for this clip alone — zero-
+    padded or cut to ``window`` samples (``waveforms``), or the checkpoint's feature ``extractor``
+    run on the clip by itself, or the waveform as it is (``array``, for a model that prepares its
+    own inputs). Each array has a leading axis of 1, so a batch is their concatenation."""
+
+    def __init__(self, rate: int, max_seconds: float, window: int | None = None, extractor=None):
+        self.rate, self.max_seconds, self.window, self.extractor = rate, max_seconds, window, extractor
+
+    def inputs(self, wave) -> dict:
+        import numpy as np
+
+        if self.window is not None:
+            fixed = np.zeros((1, self.window), dtype=np.float32)
+            fixed[0, :min(len(wave), self.window)] = wave[:self.window]
+            return {"waveforms": fixed}
+        if self.extractor is not None:
+            out = self.extractor([wave], sampling_rate=self.rate, return_tensors="np")
+            return {name: np.asarray(value) for name, value in out.items()}
+        return {"array": [wave]}
+
+    def __call__(self, data: bytes) -> dict:
+        return self.inputs(decode_audio(data, self.rate, self.max_seconds))
+
+
 def model_fingerprint(model: str) -> str:
     """Identifies the weights: for a local folder, its config and the size, head and tail of
     each weight file (cheap even for GB checkpoints); for a hub id, the id itself."""
@@ -190,70 +218,98 @@ def model_fingerprint(model: str) -> str:
     return h.hexdigest()[:20]
 
 
-def embedding_cache(cache_dir: Path, fingerprint: str, fresh: bool = False):
-    """Append-only JSONL of float32 vectors (base64), one file per model fingerprint."""
-    import numpy as np
-
-    from ..cache import JsonlStore
-
-    return JsonlStore(Path(cache_dir) / f"embeddings-{fingerprint}.jsonl", fresh,
-                      encode=lambda v: base64.b64encode(np.asarray(v, dtype=np.float32).tobytes()).decode("ascii"),
-                      decode=lambda v: np.frombuffer(base64.b64decode(v), dtype=np.float32))
+ATTENTIONS = ("auto", "eager", "sdpa")
 
 
-class ClapEmbedder:
-    """Loads a checkpoint once and embeds texts and clips in batches (used by the scorer and
-    by clap_server.py)."""
+def attention_kwargs(attention: str) -> dict:
+    """``from_pretrained`` keywords for ``attention``: ``auto`` leaves the choice to transformers
+    (what every earlier version did), ``eager`` or ``sdpa`` (PyTorch's scaled-dot-product
+    attention) ask for it — a checkpoint without it is refused at load."""
+    if attention not in ATTENTIONS:
+        raise ValueError(f"unknown attention {attention!r}; expected one of {', '.join(ATTENTIONS)}")
+    return {} if attention == "auto" else {"attn_implementation": attention}
+
+
+def attention_used(module) -> str | None:
+    """The attention implementation the loaded model runs (transformers' config says), or None."""
+    config = getattr(module, "config", None)
+    return getattr(config, "_attn_implementation", None) if config is not None else None
+
+
+class Embedder:
+    """What every backend shares: ``prep`` (one clip's bytes to inputs, run in decode workers),
+    ``to_device`` (a batch's tensors to the model's device, non-blocking from pinned memory) and
+    ``audio_vectors`` / ``embed_texts`` (L2-normalised float32 rows). ``embed_audio`` chains them
+    for waveforms already decoded (clap_server.py)."""
+
+    torch = None
+    device = dtype = None
+    prep: AudioPrep
+
+    def to_device(self, inputs: dict) -> dict:
+        torch = self.torch
+        return {name: (value.to(self.device, dtype=self.dtype if value.is_floating_point() else None, non_blocking=True)
+                       if isinstance(value, torch.Tensor) else value) for name, value in inputs.items()}
+
+    def audio_vectors(self, inputs: dict):
+        raise NotImplementedError
+
+    def embed_audio(self, waves: list):
+        from ..audio_loader import join_inputs
+
+        return self.audio_vectors(self.to_device(join_inputs([self.prep.inputs(w) for w in waves])))
+
+    def _normalised(self, out):
+        emb = out if isinstance(out, self.torch.Tensor) else out.pooler_output
+        return self.torch.nn.functional.normalize(emb.float(), dim=-1).cpu().numpy()
+
+
+class ClapEmbedder(Embedder):
+    """A transformers ``ClapModel`` checkpoint: each clip through the checkpoint's feature extractor
+    on its own (repeat-padding to the fixed input length), a batch through ``get_audio_features``."""
 
     def __init__(self, model: str, device: str = "auto", dtype: str = "float32", max_seconds: float = 10.0,
-                 trust_remote_code: bool = False):  # (ClapModel is transformers' own code: nothing to trust)
+                 trust_remote_code: bool = False, attention: str = "auto"):  # (ClapModel is transformers' own code)
         torch, transformers = require("torch", "transformers")
         self.torch = torch
         self.device, self.dtype = device_and_dtype(torch, device, dtype)
         self.processor = transformers.ClapProcessor.from_pretrained(model)
-        self.model = transformers.ClapModel.from_pretrained(model).to(self.device, dtype=self.dtype).eval()
+        self.model = transformers.ClapModel.from_pretrained(model, **attention_kwargs(attention)).to(
+            self.device, dtype=self.dtype).eval()
         self.torch_module = self.model
         fe = self.processor.feature_extractor
         self.rate = int(fe.sampling_rate)
         # never longer than the extractor's own window, so its random crop can never trigger
         self.max_seconds = min(max_seconds, fe.nb_max_samples / self.rate)
+        self.prep = AudioPrep(self.rate, self.max_seconds, extractor=fe)
         self.name = model
         # tokenizers often do not know the text tower's limit; RoBERTa positions start at 2
         positions = getattr(self.model.config.text_config, "max_position_embeddings", 514)
         self.max_tokens = min(int(self.processor.tokenizer.model_max_length), positions - 2)
 
-    def _features(self, out):
-        return out if isinstance(out, self.torch.Tensor) else out.pooler_output
-
     def embed_texts(self, texts: list[str]):
         with self.torch.inference_mode():
             inputs = self.processor.tokenizer(texts, padding=True, truncation=True, max_length=self.max_tokens,
                                               return_tensors="pt").to(self.device)
-            emb = self._features(self.model.get_text_features(**inputs))
-            emb = self.torch.nn.functional.normalize(emb.float(), dim=-1)
-        return emb.cpu().numpy()
+            return self._normalised(self.model.get_text_features(**inputs))
 
-    def embed_audio(self, waves: list):
+    def audio_vectors(self, inputs: dict):
         with self.torch.inference_mode():
-            inputs = self.processor.feature_extractor(waves, sampling_rate=self.rate, return_tensors="pt")
-            inputs = {k: (v.to(self.device, dtype=self.dtype) if v.is_floating_point() else v.to(self.device))
-                      for k, v in inputs.items()}
-            emb = self._features(self.model.get_audio_features(**inputs))
-            emb = self.torch.nn.functional.normalize(emb.float(), dim=-1)
-        return emb.cpu().numpy()
+            return self._normalised(self.model.get_audio_features(**inputs))
 
 
-class SentenceTransformerEmbedder:
+class SentenceTransformerEmbedder(Embedder):
     """The same interface over a sentence-transformers audio–text model (``encode`` of text and
-    of ``{"array", "sampling_rate"}`` dicts, embeddings L2-normalised)."""
+    of ``{"array", "sampling_rate"}`` dicts, embeddings L2-normalised). Its inputs are prepared by
+    ``encode`` itself, in the main process; the workers decode and resample."""
 
     def __init__(self, model: str, device: str = "auto", dtype: str = "float32", max_seconds: float = 10.0,
-                 trust_remote_code: bool = False):
+                 trust_remote_code: bool = False, attention: str = "auto"):
         torch, st = require("torch", "sentence_transformers")
         self.torch = torch
         self.device, self.dtype = device_and_dtype(torch, device, dtype)
-        self.model = st.SentenceTransformer(model, device=str(self.device),
-                                            trust_remote_code=trust_remote_code).to(self.dtype).eval()
+        self.model = st.SentenceTransformer(model, device=str(self.device), trust_remote_code=trust_remote_code,
+                                            model_kwargs=attention_kwargs(attention) or None).to(self.dtype).eval()
         self.torch_module = self.model
         modalities = set(getattr(self.model, "modalities", ()) or ())
         if "audio" not in modalities:
@@ -265,6 +321,7 @@ class SentenceTransformerEmbedder:
         self.rate = int(getattr(fe, "sampling_rate", 16000))
         window = getattr(fe, "nb_max_samples", None)
         self.max_seconds = min(max_seconds, window / self.rate) if window else max_seconds
+        self.prep = AudioPrep(self.rate, self.max_seconds)
         self.name = model
 
     def _encode(self, inputs: list):
@@ -278,11 +335,11 @@ class SentenceTransformerEmbedder:
     def embed_texts(self, texts: list[str]):
         return self._encode(list(texts))
 
-    def embed_audio(self, waves: list):
-        return self._encode([{"array": w, "sampling_rate": self.rate} for w in waves])
+    def audio_vectors(self, inputs: dict):
+        return self._encode([{"array": w, "sampling_rate": self.rate} for w in inputs["array"]])
 
 
-class RemoteCodeEmbedder:
+class RemoteCodeEmbedder(Embedder):
     """A checkpoint with its own modelling code (``AutoModel`` + ``AutoTokenizer``, trusted).
 
     Text: tokenised with padding and its attention mask, embedded by ``encode_text(input_ids,
@@ -295,13 +352,14 @@ class RemoteCodeEmbedder:
     Embeddings are L2-normalised here whatever the model returns."""
 
     def __init__(self, model: str, device: str = "auto", dtype: str = "float32", max_seconds: float = 10.0,
-                 trust_remote_code: bool = False):
+                 trust_remote_code: bool = False, attention: str = "auto"):
         torch, transformers = require("torch", "transformers")
         if not trust_remote_code:
             raise untrusted(model)
         self.torch = torch
         self.device, self.dtype = device_and_dtype(torch, device, dtype)
-        self.model = transformers.AutoModel.from_pretrained(model, trust_remote_code=True).to(self.device, dtype=self.dtype).eval()
+        self.model = transformers.AutoModel.from_pretrained(model, trust_remote_code=True, **attention_kwargs(attention)).to(
+            self.device, dtype=self.dtype).eval()
         self.torch_module = self.model
         self.tokenizer = transformers.AutoTokenizer.from_pretrained(model, trust_remote_code=True)
         try:
@@ -321,11 +379,9 @@ class RemoteCodeEmbedder:
 
             raise InputError("--clap-model", f"{model} has neither encode_text/encode_waveform nor a feature extractor "
                                              "for get_audio_features")
+        self.prep = (AudioPrep(self.rate, self.max_seconds, window=self.window) if self.encodes
+                     else AudioPrep(self.rate, self.max_seconds, extractor=self.feature_extractor))
         self.name = model
-
-    def _normalised(self, out):
-        emb = out if isinstance(out, self.torch.Tensor) else out.pooler_output
-        return self.torch.nn.functional.normalize(emb.float(), dim=-1).cpu().numpy()
 
     def embed_texts(self, texts: list[str]):
         with self.torch.inference_mode():
@@ -335,19 +391,10 @@ class RemoteCodeEmbedder:
                                                                attention_mask=tokens["attention_mask"]))
             return self._normalised(self.model.get_text_features(**tokens))
 
-    def embed_audio(self, waves: list):
-        import numpy as np
-
+    def audio_vectors(self, inputs: dict):
         with self.torch.inference_mode():
             if self.encodes:
-                fixed = np.zeros((len(waves), self.window), dtype=np.float32)
-                for i, w in enumerate(waves):  # each clip on its own: pad with zeros or cut
-                    fixed[i, :min(len(w), self.window)] = w[:self.window]
-                batch = self.torch.from_numpy(fixed).to(self.device, dtype=self.dtype)
-                return self._normalised(self.model.encode_waveform(batch))
-            inputs = self.feature_extractor(waves, sampling_rate=self.rate, return_tensors="pt")
-            inputs = {k: (v.to(self.device, dtype=self.dtype) if v.is_floating_point() else v.to(self.device))
-                      for k, v in inputs.items()}
+                return self._normalised(self.model.encode_waveform(inputs["waveforms"]))
             return self._normalised(self.model.get_audio_features(**inputs))
 
 
@@ -396,17 +443,18 @@ def check_hub(model: str, flag: str, timeout: float = HUB_TIMEOUT, endpoint: str
 
 
 def load_embedder(model: str, backend: str = "auto", device: str = "auto", dtype: str = "float32",
-                  max_seconds: float = 10.0, trust_remote_code: bool = False, flag: str = "--clap-model"):
-    """Load a checkpoint with the chosen backend; a checkpoint that cannot be loaded, a folder
-    that does not exist, or one whose own code is not trusted is bad input, named by ``flag``
-    (the option the user gave it with)."""
+                  max_seconds: float = 10.0, trust_remote_code: bool = False, flag: str = "--clap-model",
+                  attention: str = "auto"):
+    """Load a checkpoint with the chosen backend; a checkpoint that cannot be loaded (or that
+    lacks the asked-for ``attention``), a folder that does not exist, or one whose own code is
+    not trusted is bad input, named by ``flag`` (the option the user gave it with)."""
     from ..errors import InputError
 
     if is_hub_id(model, flag):
         check_hub(model, flag)
     kind = resolve_backend(model, backend)
     try:
-        return EMBEDDERS[kind](model, device, dtype, max_seconds, trust_remote_code)
+        return EMBEDDERS[kind](model, device, dtype, max_seconds, trust_remote_code, attention)
     except InputError as e:
         raise InputError(flag, e.message, e.row, e.column) from None
     except Exception as e:  # noqa: BLE001 - whatever a loader raises (a bad path, no CUDA…) is one clean error
@@ -414,13 +462,34 @@ def load_embedder(model: str, backend: str = "auto", device: str = "auto", dtype
                                f"({type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''})") from None
 
 
+def batch_plan(count: int, batch_size: int, ranks: Ranks) -> list[list[int]]:
+    """This rank's batches of the ``count`` clips to embed: the clips cut, in their planned order,
+    into batches of ``batch_size``, and batch j given to rank j mod world. A clip's batch is then
+    the same whatever the number of ranks — and a clip's vector moves in its last bits with the
+    size of its batch — so the merged vectors, and the predictions, are byte-identical to one
+    process's."""
+    batches = [list(range(i, min(i + batch_size, count))) for i in range(0, count, batch_size)]
+    return batches[ranks.rank::ranks.world]
+
+
 class ClapScorer(Scorer):
+    """The in-process backend. ``decode_workers`` processes decode clips while the model runs
+    (:mod:`emolia_bench.audio_loader`); ``ranks`` shares the clips between torchrun's processes:
+    every rank reads and hashes a share of the clips, rank 0 plans what is not yet cached (each
+    clip's content once) and embeds the prompts, each rank embeds its batches into its own shard
+    of the embedding cache (:mod:`emolia_bench.vector_store`), and rank 0, once all have finished,
+    reads every shard and returns the similarities (the other ranks return NaN: they only embed).
+    ``seconds`` splits the time of a run into decode (the workers' own seconds, summed), wait (the
+    model waiting for a batch), transfer, model and cache; ``profile`` synchronises the GPU
+    around each phase so the split is true there (it costs the overlap of copy and compute)."""
+
     mode = "clap"
 
     def __init__(self, model: str, device: str = "auto", dtype: str = "float32", audio_batch_size: int = 8,
                  text_batch_size: int = 64, max_seconds: float = 10.0, cache_dir: Path | None = None,
                  fresh: bool = False, backend: str = "auto", similarity: str = "cosine", trust_remote_code: bool = False,
-                 flag: str = "--clap-model"):
+                 flag: str = "--clap-model", attention: str = "auto", decode_workers: int = 0,
+                 ranks: Ranks | None = None, profile: bool = False):
         from ..errors import InputError
 
         is_hub_id(model, flag)  # a missing local folder stops the run before anything is scored
@@ -430,12 +499,15 @@ class ClapScorer(Scorer):
             raise InputError(flag, untrusted(model).message)
         if similarity not in SIMILARITIES:
             raise ValueError(f"unknown similarity {similarity!r}")
-        self.similarity, self.trust_remote_code = similarity, trust_remote_code
+        attention_kwargs(attention)  # an unknown name is a programming error, raised here
+        self.similarity, self.trust_remote_code, self.attention = similarity, trust_remote_code, attention
         self.audio_batch_size, self.text_batch_size = max(1, audio_batch_size), max(1, text_batch_size)
         self.max_seconds, self.cache_dir, self.fresh = max_seconds, cache_dir, fresh
+        self.decode_workers, self.ranks, self.profile = max(0, decode_workers), ranks or Ranks(), profile
         self.embedder = None
         self.stats = {"texts_embedded": 0, "clips_embedded": 0, "cache_hits": 0}
-        self.cache_path: Path | None = None  # the embedding cache file, once a run has opened it
+        self.seconds = dict.fromkeys(("hash", "decode", "wait", "transfer", "model", "cache"), 0.0)
+        self.cache_path: Path | None = None  # the embedding cache folder, once a run has opened it
 
     def summary_line(self) -> str:
         st = self.stats
@@ -445,84 +517,146 @@ class ClapScorer(Scorer):
     def info(self) -> dict:
         # the seconds actually used: a model with a shorter fixed window caps the request
         used = self.embedder.max_seconds if self.embedder is not None else self.max_seconds
-        return {"model": self.model_id, "backend": self.backend, "similarity": self.similarity,
+        info = {"model": self.model_id, "backend": self.backend, "similarity": self.similarity,
                 "max_seconds": float(used), "dtype": self.dtype}
+        if self.attention != "auto":
+            info["attention"] = self.attention
+        return info
 
     def _embedder(self):
         if self.embedder is None:
             self.embedder = load_embedder(self.model_id, self.backend, self.device, self.dtype, self.max_seconds,
-                                          self.trust_remote_code, flag=self.flag)
+                                          self.trust_remote_code, flag=self.flag, attention=self.attention)
         return self.embedder
+
+    def cache_folder(self) -> Path:
+        """One folder per model fingerprint, backend, dtype, window and (when asked for) attention."""
+        fp = model_fingerprint(self.model_id)
+        tag = f"{fp}-{self.backend}-{self.dtype}-{self.max_seconds:g}" + ("" if self.attention == "auto" else f"-{self.attention}")
+        return Path(self.cache_dir or Path(".cache/emolia-bench")) / f"embeddings-{tag}"
+
+    def _timed(self, phase: str, started: float) -> float:
+        """Add the seconds since ``started`` to ``phase`` (after the GPU finishes, when profiling)."""
+        if self.profile and self.embedder is not None and self.embedder.device.type == "cuda":
+            self.embedder.torch.cuda.synchronize(self.embedder.device)
+        now = time.perf_counter()
+        self.seconds[phase] += now - started
+        return now
 
     def score(self, rows, dataset_root, progress=None) -> ScoreResult:
         import numpy as np
 
+        from ..audio_loader import clip_batches
+        from ..vector_store import VectorStore, migrate_jsonl
+
         require("torch", "sentence_transformers" if self.backend == "sentence-transformers" else "transformers")
+        ranks = self.ranks
         # the model's own scale and bias, when asked for: needs the weights even if every embedding is cached
         transform = (lambda cos: cos) if self.similarity == "cosine" else similarity_transform(self._embedder(), "logit")
         n = len(rows)
         sims = np.full(n, np.nan)
         errors: list[str | None] = [None] * n
-        fp = model_fingerprint(self.model_id)
-        tag = f"{fp}-{self.backend}-{self.dtype}-{self.max_seconds:g}"
-        cache = embedding_cache(self.cache_dir or Path(".cache/emolia-bench"), tag, self.fresh)
-        self.cache_path = cache.path
+        folder = self.cache_folder()
+        if ranks.is_main and not self.fresh:
+            migrate_jsonl(folder.parent / f"{folder.name}.jsonl", folder)
+        ranks.barrier()  # the migrated shard exists before any rank reads the folder
+        store = VectorStore(folder, writer=ranks.rank, fresh=self.fresh)
+        self.cache_path = folder
+        embedded_before = self.stats["clips_embedded"]
         try:
-            # texts: each unique prompt once
+            paths = rows["audio_path"].tolist()
+            # texts: each unique prompt once, by rank 0 (a run has a few hundred at most)
             prompts = sorted(set(rows["prompt"]))
             text_key = {p: "t:" + hashlib.sha256(p.encode()).hexdigest() for p in prompts}
-            todo = [p for p in prompts if cache.get(text_key[p]) is None]
-            for i in range(0, len(todo), self.text_batch_size):
-                batch = todo[i:i + self.text_batch_size]
-                for p, v in zip(batch, self._embedder().embed_texts(batch), strict=True):
-                    cache.put(text_key[p], v)
-                self.stats["texts_embedded"] += len(batch)
-            # clips: each unique content once, decoded and embedded one batch at a time, so memory
-            # holds a batch of waveforms rather than every clip of the run
-            paths = rows["audio_path"].tolist()
-            clip_key, key_error, seen = {}, {}, set()
-            batch: list = []  # (key, waveform) awaiting one forward pass
-
-            def embed_batch() -> None:
-                vectors = self._embedder().embed_audio([wave for _, wave in batch])
-                for (key, _), v in zip(batch, vectors, strict=True):
-                    cache.put(key, v)
-                self.stats["clips_embedded"] += len(batch)
-                batch.clear()
-
-            for rel in sorted(set(paths)):
-                try:
-                    data = read_clip(Path(dataset_root), rel)
-                except ClipRefused as e:
-                    clip_key[rel] = "missing:" + rel
-                    key_error[clip_key[rel]] = str(e)
-                    continue
-                key = clip_key[rel] = "a:" + hashlib.sha256(data).hexdigest()
-                if key in seen or cache.get(key) is not None:
-                    self.stats["cache_hits"] += 1
-                    continue
-                seen.add(key)
-                try:
-                    batch.append((key, decode_audio(data, self._embedder().rate, self._embedder().max_seconds)))
-                except Exception as e:  # noqa: BLE001 - any decoder failure is this clip's error
-                    key_error[key] = f"audio_undecodable: {type(e).__name__}: {str(e)[:120]}"
-                if len(batch) == self.audio_batch_size:
-                    embed_batch()
-            if batch:
-                embed_batch()
+            if ranks.is_main:
+                todo = [p for p in prompts if store.get(text_key[p]) is None]
+                for i in range(0, len(todo), self.text_batch_size):
+                    batch = todo[i:i + self.text_batch_size]
+                    store.put_many([text_key[p] for p in batch], self._embedder().embed_texts(batch))
+                    self.stats["texts_embedded"] += len(batch)
+            # clips: each rank reads and hashes a share of them; every rank then knows every key
+            started = time.perf_counter()
+            unique = sorted(set(paths))
+            clip_key: dict[str, str] = {}
+            key_error: dict[str, str] = {}  # the error of every clip that has no vector, by key
+            for keys, refused in ranks.gather(hash_clips(unique[ranks.rank::ranks.world], Path(dataset_root))):
+                clip_key.update(keys)
+                key_error.update(refused)
+            self._timed("hash", started)
+            # rank 0 plans: each content not yet cached, once, in path order (one process's order)
+            jobs: list[tuple[str, str]] = []
+            if ranks.is_main:
+                planned = set()
+                for rel in unique:
+                    key = clip_key[rel]
+                    if key in key_error or key in planned or store.get(key) is not None:
+                        self.stats["cache_hits"] += key not in key_error
+                        continue
+                    planned.add(key)
+                    jobs.append((key, rel))
+            jobs = ranks.broadcast(jobs)
+            rows_of = Counter(clip_key[rel] for rel in paths)
+            counted: set[str] = set()  # clips whose rows the progress bar has counted
+            if jobs:
+                mine = batch_plan(len(jobs), self.audio_batch_size, ranks)
+                embedder = self._embedder()
+                batches = clip_batches(jobs, mine, Path(dataset_root), embedder.prep, self.decode_workers,
+                                       pin_memory=embedder.device.type == "cuda")
+                started = time.perf_counter()
+                for batch in batches:
+                    started = self._timed("wait", started)
+                    self.seconds["decode"] += batch["decode_seconds"]
+                    key_error.update(batch["errors"])
+                    if batch["keys"]:
+                        inputs = embedder.to_device(batch["inputs"])
+                        started = self._timed("transfer", started)
+                        vectors = embedder.audio_vectors(inputs)
+                        started = self._timed("model", started)
+                        store.put_many(batch["keys"], vectors)
+                        self.stats["clips_embedded"] += len(batch["keys"])
+                        started = self._timed("cache", started)
+                    if progress is not None and ranks.is_main:
+                        finished = [*batch["keys"], *batch["errors"]]
+                        progress.update(sum(rows_of[k] for k in finished))
+                        counted.update(finished)
+                    started = time.perf_counter()
+            # every rank's decode errors and counts, then every rank's vectors, reach rank 0
+            this_call = self.stats["clips_embedded"] - embedded_before
+            self.stats["clips_embedded"] = embedded_before
+            for errs, count in ranks.gather((key_error, this_call)):
+                key_error.update(errs)
+                self.stats["clips_embedded"] += count
+            ranks.barrier()
+            if not ranks.is_main:
+                return ScoreResult(similarity=sims, error=errors)
+            if ranks.world > 1:
+                store.reload()
             for row, (rel, prompt) in enumerate(zip(paths, rows["prompt"], strict=True)):
                 key = clip_key[rel]
                 if key in key_error:
                     errors[row] = key_error[key]
                 else:
-                    value = transform(float(np.dot(cache.get(key).astype(np.float64),
-                                                   cache.get(text_key[prompt]).astype(np.float64))))
+                    value = transform(float(np.dot(store.get(key).astype(np.float64),
+                                                   store.get(text_key[prompt]).astype(np.float64))))
                     if math.isfinite(value):
                         sims[row] = value
                     else:
                         errors[row] = "non-finite similarity"
-                if progress is not None:
+                if progress is not None and key not in counted:
                     progress.update(1)
         finally:
-            cache.close()
+            store.close()
         return ScoreResult(similarity=sims, error=errors)
+
+
+def hash_clips(rels: list[str], dataset_root: Path) -> tuple[dict[str, str], dict[str, str]]:
+    """Each clip's cache key, ``a:<sha256 of its bytes>`` (``missing:<rel>`` for a clip that
+    cannot be read), and the error of each such key."""
+    keys, refused = {}, {}
+    for rel in rels:
+        try:
+            keys[rel] = "a:" + hashlib.sha256(read_clip(dataset_root, rel)).hexdigest()
+        except ClipRefused as e:
+            keys[rel] = "missing:" + rel
+            refused[keys[rel]] = str(e)
+    return keys, refused
