@@ -117,17 +117,45 @@ def write_exports(root: Path, scale: float) -> dict[str, int]:
     return {"emolia-emo": len(emo), "emolia-dim": len(dim)}
 
 
-def write_placeholder_clips(root: Path, labels_root: Path, size: int = 0, seed: int = 3) -> int:
-    """One file per labelled item's clip (sham mode only checks existence); ``size`` random bytes each."""
-    rng = np.random.default_rng(seed)
-    count = 0
+def clip_paths(root: Path, labels_root: Path) -> list[Path]:
+    """Where benchmark.py looks for each labelled item's clip under the dataset root ``root``."""
     emo = pd.read_csv(labels_root / "emolia-emo/benchmark_labels.csv", usecols=["file_name"], dtype=str)
     dim = pd.read_csv(labels_root / "emolia-dim/benchmark_labels.csv",
                       usecols=["file_name", "dimension", "level", "polarity"], dtype=str, keep_default_na=False)
     paths = [root / "emolia-emo/data/all" / f for f in emo["file_name"].unique()]
-    paths += [root / "emolia-dim/data" / d / lv / p / f for f, d, lv, p in dim.drop_duplicates().itertuples(index=False)]
+    return paths + [root / "emolia-dim/data" / d / lv / p / f for f, d, lv, p in dim.drop_duplicates().itertuples(index=False)]
+
+
+def write_placeholder_clips(root: Path, labels_root: Path, size: int = 0, seed: int = 3) -> int:
+    """One file per labelled item's clip (sham mode only checks existence); ``size`` random bytes each."""
+    rng = np.random.default_rng(seed)
+    paths = clip_paths(root, labels_root)
     for p in paths:
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_bytes(rng.bytes(size) if size else b"")
-        count += 1
-    return count
+    return len(paths)
+
+
+def synthetic_wave(i: int, rate: int, seconds: float) -> np.ndarray:
+    """Clip ``i``: a tone (110–440 Hz) under noise, different for every i, in [-0.5, 0.5]."""
+    rng = np.random.default_rng(i)
+    t = np.arange(int(rate * seconds)) / rate
+    wave = 0.3 * np.sin(2 * np.pi * rng.uniform(110, 440) * t) + 0.1 * rng.standard_normal(len(t))
+    return np.clip(wave, -0.5, 0.5).astype(np.float32)
+
+
+def write_synthetic_audio(paths: list[Path], rate: int = 22_050, seconds: tuple[float, float] = (0.5, 1.5)) -> int:
+    """A real audio file at each of ``paths`` (16-bit WAV bytes, whatever the name's extension:
+    libsndfile reads the header, not the name), ``rate`` Hz, a length drawn in ``seconds``, so the
+    in-process scorer has clips to decode and resample."""
+    import io
+
+    import soundfile as sf
+
+    lengths = np.random.default_rng(0).uniform(*seconds, len(paths))
+    for i, (p, length) in enumerate(zip(paths, lengths, strict=True)):
+        p.parent.mkdir(parents=True, exist_ok=True)
+        buf = io.BytesIO()
+        sf.write(buf, synthetic_wave(i, rate, float(length)), rate, format="WAV", subtype="PCM_16")
+        p.write_bytes(buf.getvalue())
+    return len(paths)

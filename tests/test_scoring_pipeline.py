@@ -142,6 +142,8 @@ def benchmark(demo_scored, out: Path, cache: Path, model: Path, ranks: int = 1, 
            "--dataset-root", str(DATASET), "--output-dir", str(out), "--clap-model", str(model), "--trust-remote-code",
            "--clap-device", "cpu", "--cache-dir", str(cache), "--clap-audio-batch-size", str(batch), "--no-figures",
            "--bootstrap-draws", "100", *extra]
+    # torchrun gives each rank one intra-op thread; the single process gets the same, since on CPU
+    # the thread count moves the last bits of some batch shapes (docs/models.md)
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     if not wait:
         return subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -199,3 +201,17 @@ def test_a_killed_rank_leaves_its_finished_vectors_and_only_the_unfinished_clips
     b = pd.read_csv(tmp_path / "resumed/emolia-emo/predictions.csv")
     assert b["similarity"].notna().all()
     np.testing.assert_allclose(b["similarity"], a["similarity"], atol=1e-5, rtol=0)
+
+
+def test_bench_gpu_runs_in_one_command_and_counts_ranking_changes_by_hand():
+    sys.path.insert(0, str(REPO / "bench"))
+    from bench_gpu import ranking_changes
+
+    ref = np.array([[0.1, 0.5], [0.2, 0.4], [0.3, 0.3]])  # prompt 0 ranks clips 2 > 1 > 0; prompt 1 ranks 0 > 1 > 2
+    other = np.array([[0.25, 0.5], [0.2, 0.4], [0.3, 0.3]])  # clip 0 passes clip 1 under prompt 0 only
+    assert ranking_changes(ref, ref) == (0, 0) and ranking_changes(ref, other) == (1, 1)
+    r = subprocess.run([sys.executable, str(REPO / "bench" / "bench_gpu.py"), "--clips", "24", "--seconds", "1",
+                        "--workers", "0", "2", "--batch-sizes", "8", "--skip", "numerics"],
+                       cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "2 workers reach" in r.stdout and r.stdout.count("tiny CLAP") == 2 and r.stdout.count("tiny remote-code") == 2

@@ -180,6 +180,10 @@ class AudioPrep:
 
     def __init__(self, rate: int, max_seconds: float, window: int | None = None, extractor=None):
         self.rate, self.max_seconds, self.window, self.extractor = rate, max_seconds, window, extractor
+        # the decoders are imported here, in the main process, so forked workers start with them
+        # (imported by each worker's first clip instead, they held the model up ~0.9 s a run)
+        import scipy.signal  # noqa: F401
+        import soundfile  # noqa: F401
 
     def inputs(self, wave) -> dict:
         import numpy as np
