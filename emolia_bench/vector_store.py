@@ -50,9 +50,10 @@ def key_digest(key: str) -> bytes:
     return hashlib.sha256(key.encode("utf-8")).digest()
 
 
-def read_shard(path: Path) -> tuple[list[bytes], np.ndarray] | None:
-    """The keys and vectors of one shard's whole records whose CRC matches, memory-mapped; None
-    for a file that is not a shard (too short for its header, or another magic)."""
+def read_shard(path: Path, first: int = 0) -> tuple[list[bytes], np.ndarray] | None:
+    """The keys and vectors of one shard's whole records from the ``first`` on whose CRC
+    matches, memory-mapped; None for a file that is not a shard (too short for its header, or
+    another magic)."""
     size = path.stat().st_size
     with open(path, "rb") as f:
         header = f.read(HEADER_BYTES)
@@ -60,10 +61,10 @@ def read_shard(path: Path) -> tuple[list[bytes], np.ndarray] | None:
         return None
     dim = int.from_bytes(header[8:], "little")
     dtype = record_dtype(dim)
-    count = (size - HEADER_BYTES) // dtype.itemsize  # a torn tail is not a whole record
-    if dim == 0 or count == 0:
+    count = (size - HEADER_BYTES) // dtype.itemsize - first  # a torn tail is not a whole record
+    if dim == 0 or count <= 0:
         return [], np.zeros((0, dim), dtype=np.float32)
-    records = np.memmap(path, dtype=dtype, mode="r", offset=HEADER_BYTES, shape=(count,))
+    records = np.memmap(path, dtype=dtype, mode="r", offset=HEADER_BYTES + first * dtype.itemsize, shape=(count,))
     raw = records.view(np.uint8).reshape(count, dtype.itemsize)
     body = dtype.itemsize - 4
     good = np.fromiter((zlib.crc32(row[:body]) for row in raw), dtype=np.uint32, count=count) == records["crc"]
@@ -73,7 +74,8 @@ def read_shard(path: Path) -> tuple[list[bytes], np.ndarray] | None:
 
 class VectorStore:
     """Key → float32 vector, over every shard in ``folder``; this process appends to shard
-    ``writer``. ``fresh``: load nothing (new vectors are still written)."""
+    ``writer``. ``fresh``: load nothing that was there when the store was opened (new vectors are
+    still written, and a reload reads what other ranks wrote since)."""
 
     def __init__(self, folder: Path, writer: int | str = 0, fresh: bool = False, sync_seconds: float = 1.0):
         self.folder = Path(folder)
@@ -88,16 +90,28 @@ class VectorStore:
         self.failed: OSError | None = None
         self.index: dict[bytes, tuple[int, int]] = {}
         self._arrays: list[np.ndarray] = []
+        self._opened_at = {path.name: self._records(path) for path in self._shards()}  # for fresh: skip these
         self.reload()
+
+    def _shards(self) -> list[Path]:
+        return sorted(self.folder.glob("shard-*.bin"))
+
+    @staticmethod
+    def _records(path: Path) -> int:
+        """Whole records in a shard now (0 for a file that is not one)."""
+        with open(path, "rb") as f:
+            header = f.read(HEADER_BYTES)
+            size = f.seek(0, os.SEEK_END)
+        if len(header) < HEADER_BYTES or header[:8] != MAGIC:
+            return 0
+        return (size - HEADER_BYTES) // record_dtype(int.from_bytes(header[8:], "little")).itemsize
 
     def reload(self) -> None:
         """Read every shard again (another rank's vectors, once it has finished)."""
         self.index, self._arrays, self.loaded = {}, [], 0
-        if self.fresh:
-            return
-        for path in sorted(self.folder.glob("shard-*.bin")):
+        for path in self._shards():
             try:
-                shard = read_shard(path)
+                shard = read_shard(path, self._opened_at.get(path.name, 0) if self.fresh else 0)
             except OSError:
                 continue
             if shard is None:

@@ -109,3 +109,19 @@ def test_the_jsonl_cache_of_earlier_versions_is_migrated_once(tmp_path):
     store.close()
     assert migrate_jsonl(jsonl, folder) == 0  # the folder has shards now: never read again
     assert jsonl.read_text().startswith(lines[0])  # and the JSONL file is left as it was
+
+
+def test_a_fresh_store_reads_only_what_was_written_after_it_opened(tmp_path):
+    # what torchrun's rank 0 does with --fresh: ignore the old vectors, read the other ranks' new ones
+    old = VectorStore(tmp_path / "e", writer=1)
+    old.put_many(["k", "old-only"], vectors(2))
+    old.close()
+    fresh = VectorStore(tmp_path / "e", writer=0, fresh=True)
+    assert fresh.loaded == 0
+    other_rank = VectorStore(tmp_path / "e", writer=1, fresh=True)
+    other_rank.put_many(["k"], vectors(1, offset=50))  # appended to shard-1 after the old records
+    other_rank.close()
+    fresh.reload()
+    assert fresh.loaded == 1 and fresh.get("old-only") is None
+    assert fresh.get("k").tolist() == vectors(1, offset=50)[0].tolist()
+    fresh.close()

@@ -637,11 +637,13 @@ class ClapScorer(Scorer):
                 store.reload()
             for row, (rel, prompt) in enumerate(zip(paths, rows["prompt"], strict=True)):
                 key = clip_key[rel]
+                audio, text = store.get(key), store.get(text_key[prompt])
                 if key in key_error:
                     errors[row] = key_error[key]
+                elif audio is None or text is None:  # another rank could not write its shard (it said so)
+                    errors[row] = "embedding_unsaved: its rank could not write the embedding cache; re-run to embed it"
                 else:
-                    value = transform(float(np.dot(store.get(key).astype(np.float64),
-                                                   store.get(text_key[prompt]).astype(np.float64))))
+                    value = transform(float(np.dot(audio.astype(np.float64), text.astype(np.float64))))
                     if math.isfinite(value):
                         sims[row] = value
                     else:
