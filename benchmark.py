@@ -18,7 +18,9 @@ read). With --endpoint, a remote similarity server: requests run concurrently, f
 retried with back-off, and every answer is cached on disk so an interrupted run resumes where
 it stopped. Give --endpoint several times to spread requests over
 replicas of one model. With --model PRESET or --clap-model, a model in-process (presets:
-voiceclap-small, voiceclap-small-v2, voiceclap-large, voiceclap-large-v2).
+voiceclap-small, voiceclap-small-v2, voiceclap-large, voiceclap-large-v2), its clips decoded in
+--clap-decode-workers processes; under `torchrun --nproc-per-node N benchmark.py ...` the
+clips are shared among the N processes (one GPU each), and rank 0 writes the outputs.
 
 Prompt templates: --prompt-template, repeatable (emolia-emo: a format string with {emotion};
 emolia-dim: with {rubric}, the level's rubric text). Every template is scored on every row; the

@@ -36,10 +36,19 @@ from emolia_bench.tiny_clap import build_tiny_clap, build_tiny_voiceclap  # noqa
 DATASET = REPO / "dataset"
 
 
+try:
+    import sentence_transformers  # noqa: F401
+
+    HAS_ST = True
+except ImportError:
+    HAS_ST = False
+
+
 @pytest.fixture(scope="module")
 def models(tmp_path_factory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("models")
-    return {"clap": build_tiny_clap(root / "clap"), "rc": build_tiny_voiceclap(root / "rc"),
+    return {"clap": build_tiny_clap(root / "clap", st_dir=root / "st" if HAS_ST else None), "st": root / "st",
+            "rc": build_tiny_voiceclap(root / "rc"),
             "attention": build_tiny_voiceclap(root / "attention", attention_heads=2),
             # the stand-in: a fixed 50 ms per forward pass, so a run lasts long enough to be killed
             "slow": build_tiny_voiceclap(root / "slow", seconds_per_batch=0.05)}
@@ -64,8 +73,10 @@ def test_the_batch_plan_gives_batch_j_to_rank_j_mod_world():
     assert batch_plan(0, 3, Ranks()) == []
 
 
-@pytest.mark.parametrize("model", ["clap", "rc"])
+@pytest.mark.parametrize("model", ["clap", "rc", "st"])
 def test_scores_do_not_depend_on_the_decode_workers_and_match_batch_size_one(models, rows, tmp_path, model):
+    if model == "st" and not HAS_ST:
+        pytest.skip("sentence-transformers is not installed")
     _, serial = score(models[model], rows, tmp_path / "w0", decode_workers=0, audio_batch_size=8)
     scorer, workers = score(models[model], rows, tmp_path / "w2", decode_workers=2, audio_batch_size=8)
     assert scorer.stats["clips_embedded"] == 30 and all(e is None for e in workers.error)
