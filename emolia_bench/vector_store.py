@@ -50,18 +50,27 @@ def key_digest(key: str) -> bytes:
     return hashlib.sha256(key.encode("utf-8")).digest()
 
 
-def read_shard(path: Path, first: int = 0) -> tuple[list[bytes], np.ndarray] | None:
-    """The keys and vectors of one shard's whole records from the ``first`` on whose CRC
-    matches, memory-mapped; None for a file that is not a shard (too short for its header, or
-    another magic)."""
-    size = path.stat().st_size
-    with open(path, "rb") as f:
-        header = f.read(HEADER_BYTES)
+def shard_layout(fh) -> tuple[int, int] | None:
+    """(vector length, whole records) of the open shard ``fh``; None for a file that is not a
+    shard (too short for its header, or another magic). A torn tail is not a whole record."""
+    fh.seek(0)
+    header = fh.read(HEADER_BYTES)
     if len(header) < HEADER_BYTES or header[:8] != MAGIC:
         return None
     dim = int.from_bytes(header[8:], "little")
-    dtype = record_dtype(dim)
-    count = (size - HEADER_BYTES) // dtype.itemsize - first  # a torn tail is not a whole record
+    size = fh.seek(0, os.SEEK_END)
+    return dim, (size - HEADER_BYTES) // record_dtype(dim).itemsize
+
+
+def read_shard(path: Path, first: int = 0) -> tuple[list[bytes], np.ndarray] | None:
+    """The keys and vectors of one shard's whole records from the ``first`` on whose CRC
+    matches, memory-mapped; None for a file that is not a shard."""
+    with open(path, "rb") as f:
+        layout = shard_layout(f)
+    if layout is None:
+        return None
+    dim, whole = layout
+    dtype, count = record_dtype(dim), whole - first
     if dim == 0 or count <= 0:
         return [], np.zeros((0, dim), dtype=np.float32)
     records = np.memmap(path, dtype=dtype, mode="r", offset=HEADER_BYTES + first * dtype.itemsize, shape=(count,))
@@ -90,21 +99,14 @@ class VectorStore:
         self.failed: OSError | None = None
         self.index: dict[bytes, tuple[int, int]] = {}
         self._arrays: list[np.ndarray] = []
-        self._opened_at = {path.name: self._records(path) for path in self._shards()}  # for fresh: skip these
+        self._opened_at = {}  # whole records in each shard when opened: what --fresh skips on a reload
+        for path in self._shards():
+            with open(path, "rb") as f:
+                self._opened_at[path.name] = (shard_layout(f) or (0, 0))[1]
         self.reload()
 
     def _shards(self) -> list[Path]:
         return sorted(self.folder.glob("shard-*.bin"))
-
-    @staticmethod
-    def _records(path: Path) -> int:
-        """Whole records in a shard now (0 for a file that is not one)."""
-        with open(path, "rb") as f:
-            header = f.read(HEADER_BYTES)
-            size = f.seek(0, os.SEEK_END)
-        if len(header) < HEADER_BYTES or header[:8] != MAGIC:
-            return 0
-        return (size - HEADER_BYTES) // record_dtype(int.from_bytes(header[8:], "little")).itemsize
 
     def reload(self) -> None:
         """Read every shard again (another rank's vectors, once it has finished)."""
@@ -168,21 +170,17 @@ class VectorStore:
 
         self._dim = dim
         fh = open(self.path, "r+b" if self.path.exists() else "w+b")
-        header = fh.read(HEADER_BYTES)
-        if len(header) < HEADER_BYTES or header[:8] != MAGIC:
+        layout = shard_layout(fh)
+        if layout is None:
             fh.seek(0)
             fh.truncate()
             fh.write(MAGIC + dim.to_bytes(8, "little"))
-        else:
-            if int.from_bytes(header[8:], "little") != dim:
-                fh.close()
-                raise InputError(self.path, f"holds vectors of length {int.from_bytes(header[8:], 'little')}, this "
-                                            f"model gives {dim}: it is not this model's cache (delete it, or use "
-                                            "another --cache-dir)")
-            size = fh.seek(0, os.SEEK_END)
-            whole = HEADER_BYTES + (size - HEADER_BYTES) // record_dtype(dim).itemsize * record_dtype(dim).itemsize
-            if whole != size:  # a killed writer's torn record: cut it off, so the next one starts whole
-                fh.truncate(whole)
+        elif layout[0] != dim:
+            fh.close()
+            raise InputError(self.path, f"holds vectors of length {layout[0]}, this model gives {dim}: it is not this "
+                                        "model's cache (delete it, or use another --cache-dir)")
+        else:  # a killed writer's torn record: cut it off, so the next one starts whole
+            fh.truncate(HEADER_BYTES + layout[1] * record_dtype(dim).itemsize)
         fh.seek(0, os.SEEK_END)
         self._fh = fh
 

@@ -128,12 +128,20 @@ def test_an_earlier_versions_jsonl_cache_is_migrated_and_nothing_is_embedded_aga
     np.testing.assert_array_equal(migrated.similarity, fresh.similarity)
 
 
-def test_bad_device_workers_and_torchrun_environment_are_exit_2(demo_scored, tmp_path):
+def test_bad_device_workers_and_torchrun_environment_are_exit_2(demo_scored, tmp_path, monkeypatch):
     base = ["--analysis-root", demo_scored / "an", "--output-dir", tmp_path / "out"]
     for extra, message in ((["--clap-model", "x", "--clap-device", "gpu0"], "--clap-device 'gpu0'"),
                            (["--clap-model", "x", "--clap-decode-workers", "-1"], "--clap-decode-workers")):
         r = run_script("benchmark.py", *base, *extra)
         assert r.returncode == 2 and message in r.stderr
+    with monkeypatch.context() as env:
+        env.setenv("WORLD_SIZE", "2")
+        env.setenv("RANK", "0")
+        r = run_script("benchmark.py", *base)  # the sham scorer is one process: not under torchrun
+        assert r.returncode == 2 and "give --model or --clap-model" in r.stderr
+        env.setenv("RANK", "5")
+        r = run_script("benchmark.py", *base, "--clap-model", "x")
+        assert r.returncode == 2 and "inconsistent torchrun environment: RANK=5" in r.stderr
     assert Ranks.from_environment({"WORLD_SIZE": "2", "RANK": "1", "LOCAL_RANK": "1"}).local_world == 2
     with pytest.raises(ValueError, match="RANK=2"):
         Ranks.from_environment({"WORLD_SIZE": "2", "RANK": "2"})

@@ -234,12 +234,6 @@ def attention_kwargs(attention: str) -> dict:
     return {} if attention == "auto" else {"attn_implementation": attention}
 
 
-def attention_used(module) -> str | None:
-    """The attention implementation the loaded model runs (transformers' config says), or None."""
-    config = getattr(module, "config", None)
-    return getattr(config, "_attn_implementation", None) if config is not None else None
-
-
 class Embedder:
     """What every backend shares: ``prep`` (one clip's bytes to inputs, run in decode workers),
     ``to_device`` (a batch's tensors to the model's device, non-blocking from pinned memory) and
