@@ -111,21 +111,21 @@ def rows_for(clips: list[str], prompts: list[str]):
 
 
 def scorer_for(model: str, trust: bool, device: str, dtype: str = "float32", batch: int = 8, workers: int = 0,
-               attention: str = "auto", profile: bool = False):
+               attention: str = "auto"):
     from emolia_bench.scorers.clap import ClapScorer
 
     return ClapScorer(model, device=device, dtype=dtype, audio_batch_size=batch, decode_workers=workers,
-                      trust_remote_code=trust, attention=attention, profile=profile, max_seconds=30.0)
+                      trust_remote_code=trust, attention=attention, max_seconds=30.0)
 
 
-def timed_run(scorer, rows, root: Path, cache: Path) -> float:
-    """Seconds to score ``rows`` with a fresh cache folder (the model already loaded)."""
+def timed_run(scorer, rows, root: Path, cache: Path):
+    """Seconds to score ``rows`` with a fresh cache folder (the model already loaded), and the result."""
     scorer.cache_dir = cache
     scorer.stats = {"texts_embedded": 0, "clips_embedded": 0, "cache_hits": 0}
     scorer.seconds = dict.fromkeys(scorer.seconds, 0.0)
     started = time.perf_counter()
-    scorer.score(rows, root)
-    return time.perf_counter() - started
+    result = scorer.score(rows, root)
+    return time.perf_counter() - started, result
 
 
 def warm(scorer, rows, root: Path, tmp: Path) -> None:
@@ -166,7 +166,7 @@ def overlap(tmp: Path, clips: list[str], args) -> None:
         for workers in (0, 2):
             scorer = scorer_for(standin, True, args.device, batch=batch, workers=workers)
             warm(scorer, rows, tmp, tmp)
-            rate = len(clips) / timed_run(scorer, rows, tmp, tmp / f"overlap-{batch}-{workers}")
+            rate = len(clips) / timed_run(scorer, rows, tmp, tmp / f"overlap-{batch}-{workers}")[0]
             records.append({"batch": batch, "decode ms/batch": f"{decode * 1000:.1f}",
                             "stand-in ms/batch": f"{forward * 1000:.1f}", "stand-in's own clips/s": f"{own:.1f}",
                             "serial clips/s": f"{serial:.1f}", "decode workers": workers, "clips/s": f"{rate:.1f}",
@@ -219,7 +219,7 @@ def grid(tmp: Path, clips: list[str], models, args, dtypes) -> None:
                     scorer = scorer_for(model, trust, args.device, dtype, batch, workers)
                     warm(scorer, rows, tmp, tmp)
                     finish = gpu_utilisation(args.device) if cuda else None
-                    seconds = timed_run(scorer, rows, tmp, tmp / f"g-{time.monotonic_ns()}")
+                    seconds, _ = timed_run(scorer, rows, tmp, tmp / f"g-{time.monotonic_ns()}")
                     util = finish() if finish else None
                     split = scorer.seconds
                     if cuda:  # the split, from a run that waits for the GPU after each phase
@@ -252,8 +252,7 @@ def numerics(tmp: Path, clips: list[str], demo: list[str], models, args, dtypes)
                 for attention in ("eager", "sdpa"):
                     scorer = scorer_for(model, trust, args.device, dtype, 32, 2, attention)
                     try:
-                        timed_run(scorer, rows, tmp, tmp / f"n-{time.monotonic_ns()}")
-                        result = scorer.score(rows, tmp)
+                        _, result = timed_run(scorer, rows, tmp, tmp / f"n-{time.monotonic_ns()}")
                     except InputError as e:
                         print(f"{name}, {dtype}, {attention}: {e.message}")
                         continue

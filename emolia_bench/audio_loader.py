@@ -83,10 +83,10 @@ def collate(items: list) -> dict:
 
 def clip_batches(jobs: list[tuple[str, str]], batches: list[list[int]], dataset_root: Path, prep, workers: int,
                  pin_memory: bool):
-    """The collated ``batches`` (lists of indices into ``jobs``), in order."""
+    """The collated ``batches`` (lists of indices into ``jobs``), in order; the workers start when
+    iteration does."""
     from torch.utils.data import DataLoader
 
     workers = max(0, min(workers, len(batches)))  # a worker without a batch only costs its start
-    loader = DataLoader(ClipInputs(jobs, dataset_root, prep), batch_sampler=batches, num_workers=workers,
-                        collate_fn=collate, pin_memory=pin_memory, prefetch_factor=2 if workers else None)
-    yield from loader
+    return DataLoader(ClipInputs(jobs, dataset_root, prep), batch_sampler=batches, num_workers=workers,
+                      collate_fn=collate, pin_memory=pin_memory, prefetch_factor=2 if workers else None)

@@ -95,7 +95,6 @@ class VectorStore:
         self._fh = None
         self._dim: int | None = None
         self._last_sync = time.monotonic()
-        self.written = 0
         self.failed: OSError | None = None
         self.index: dict[bytes, tuple[int, int]] = {}
         self._arrays: list[np.ndarray] = []
@@ -154,7 +153,6 @@ class VectorStore:
         try:
             self._fh.write(records.tobytes())
             self._fh.flush()
-            self.written += len(keys)
             if time.monotonic() - self._last_sync >= self.sync_seconds:
                 os.fsync(self._fh.fileno())
                 self._last_sync = time.monotonic()

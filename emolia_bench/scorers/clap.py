@@ -560,7 +560,6 @@ class ClapScorer(Scorer):
         ranks.barrier()  # the migrated shard exists before any rank reads the folder
         store = VectorStore(folder, writer=ranks.rank, fresh=self.fresh)
         self.cache_path = folder
-        embedded_before = self.stats["clips_embedded"]
         try:
             paths = rows["audio_path"].tolist()
             # texts: each unique prompt once, by rank 0 (a run has a few hundred at most)
@@ -595,6 +594,7 @@ class ClapScorer(Scorer):
             jobs = ranks.broadcast(jobs)
             rows_of = Counter(clip_key[rel] for rel in paths)
             counted: set[str] = set()  # clips whose rows the progress bar has counted
+            embedded_here = 0  # by this rank, in this call
             if jobs:
                 mine = batch_plan(len(jobs), self.audio_batch_size, ranks)
                 embedder = self._embedder()
@@ -611,7 +611,7 @@ class ClapScorer(Scorer):
                         vectors = embedder.audio_vectors(inputs)
                         started = self._timed("model", started)
                         store.put_many(batch["keys"], vectors)
-                        self.stats["clips_embedded"] += len(batch["keys"])
+                        embedded_here += len(batch["keys"])
                         started = self._timed("cache", started)
                     if progress is not None and ranks.is_main:
                         finished = [*batch["keys"], *batch["errors"]]
@@ -619,9 +619,7 @@ class ClapScorer(Scorer):
                         counted.update(finished)
                     started = time.perf_counter()
             # every rank's decode errors and counts, then every rank's vectors, reach rank 0
-            this_call = self.stats["clips_embedded"] - embedded_before
-            self.stats["clips_embedded"] = embedded_before
-            for errs, count in ranks.gather((key_error, this_call)):
+            for errs, count in ranks.gather((key_error, embedded_here)):
                 key_error.update(errs)
                 self.stats["clips_embedded"] += count
             ranks.barrier()
